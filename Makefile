@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# memprepop: `make` builds everything, `make check` tests it (natively and in
+# a test VM), `make demo` shows it, `make vm` boots the test VM.
+#
+# KDIR=<kernel build dir> builds the module against other headers.
+
+VERSION		:= 0.1.0
+SOVERSION	:= 1
+
+SHELL		:= /bin/bash
+KVER		?= $(shell scripts/kernel-version 2>/dev/null)
+KDIR		?= /lib/modules/$(KVER)/build
+B		:= build
+KSRC_TAR	?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.xz))
+KSRC		:= $(B)/linux-source
+KSFT		:= $(KSRC)/tools/testing/selftests
+
+CC		?= cc
+CFLAGS		?= -O2 -g
+WARN		:= -Wall -Wextra -Werror=implicit-function-declaration
+CPPFLAGS_USER	:= -Iuapi -Iuser/include -DMEMPREPOP_VERSION='"$(VERSION)"'
+LDLIBS_USER	:= -lnuma -lpthread
+
+LIB_SRCS	:= $(wildcard user/lib/*.c)
+LIB_STATIC_OBJS	:= $(LIB_SRCS:user/lib/%.c=$(B)/obj/static/%.o)
+LIB_SHARED_OBJS	:= $(LIB_SRCS:user/lib/%.c=$(B)/obj/shared/%.o)
+LIB_A		:= $(B)/lib/libmemprepop.a
+LIB_SO		:= $(B)/lib/libmemprepop.so.$(SOVERSION).0.0
+LIB_SONAME	:= libmemprepop.so.$(SOVERSION)
+PC		:= $(B)/lib/pkgconfig/memprepop.pc
+TOOL		:= $(B)/bin/memprepop
+KO		:= kmod/memprepop.ko
+
+SELFTESTS	:= $(patsubst selftests/%.c,$(B)/selftests/memprepop/%,\
+		   $(wildcard selftests/*_test.c))
+LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
+		   $(wildcard user/tests/*_test.c))
+TEST_HELPERS	:= $(wildcard selftests/*.h)
+
+PREFIX		?= /usr/local
+
+.PHONY: all deps module lib tool selftests clean check check-host \
+	check-vm check-kernel vm demo checkpatch
+
+all: deps module lib tool selftests
+
+deps:
+	@scripts/install-deps
+
+# --- kernel module ----------------------------------------------------------
+module: deps
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+
+$(KO): module
+
+# --- library ----------------------------------------------------------------
+$(B)/obj/static/%.o: user/lib/%.c user/lib/internal.h user/include/memprepop.h \
+		     uapi/linux/memprepop.h Makefile | deps
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_USER) $(CFLAGS) $(WARN) -c -o $@ $<
+
+$(B)/obj/shared/%.o: user/lib/%.c user/lib/internal.h user/include/memprepop.h \
+		     uapi/linux/memprepop.h Makefile | deps
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_USER) $(CFLAGS) $(WARN) -fPIC \
+		-c -o $@ $<
+
+$(LIB_A): $(LIB_STATIC_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIB_SO): $(LIB_SHARED_OBJS) user/lib/libmemprepop.map
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+		-Wl,--version-script=user/lib/libmemprepop.map -Wl,-z,defs \
+		-o $@ $(LIB_SHARED_OBJS) $(LDLIBS_USER)
+	ln -sf $(@F) $(B)/lib/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(B)/lib/libmemprepop.so
+
+$(PC): user/lib/memprepop.pc.in Makefile
+	@mkdir -p $(@D)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PREFIX)/lib|' \
+	    -e 's|@INCLUDEDIR@|$(PREFIX)/include|' -e 's|@VERSION@|$(VERSION)|' \
+	    $< > $@
+
+lib: $(LIB_A) $(LIB_SO) $(PC)
+
+# Programs link the shared library and find it next to them, in ../lib.
+LINK_LIB	:= -L$(B)/lib -lmemprepop -Wl,-rpath,'$$ORIGIN/../lib'
+
+$(TOOL): user/tool/memprepop.c $(LIB_SO)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_USER) $(CFLAGS) $(WARN) -o $@ $< $(LINK_LIB) \
+		$(LDLIBS_USER)
+
+tool: $(TOOL)
+
+# --- tests --------------------------------------------------------------------
+# The kselftest framework comes from Debian's linux-source-6.1, unpacked here.
+$(KSFT)/kselftest_harness.h: | deps
+	@test -n "$(KSRC_TAR)" || { echo "linux-source-6.1 not installed"; exit 1; }
+	@mkdir -p $(KSRC)
+	tar -xf $(KSRC_TAR) -C $(KSRC) --strip-components=1 \
+		--wildcards '*/tools/testing/selftests/kselftest*' \
+		'*/tools/testing/selftests/run_kselftest.sh' \
+		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+	touch $@
+
+# The harness's EXPECT_*() compare with int literals and its signal handler
+# has an unused parameter: those two warnings are the harness's, not ours.
+KSFT_CFLAGS	:= -isystem $(KSFT) -Iselftests $(CPPFLAGS_USER) $(CFLAGS) $(WARN) \
+		   -Wno-sign-compare -Wno-unused-parameter
+
+$(B)/selftests/memprepop/%: selftests/%.c $(TEST_HELPERS) \
+			    $(KSFT)/kselftest_harness.h $(LIB_SO)
+	@mkdir -p $(@D)
+	$(CC) $(KSFT_CFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS_USER)
+
+$(B)/tests/%: user/tests/%.c $(TEST_HELPERS) $(KSFT)/kselftest_harness.h \
+	      $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(KSFT_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_USER)
+
+selftests: $(SELFTESTS) $(LIBTESTS)
+
+# --- test VM --------------------------------------------------------------------
+VM_INITRD	:= $(B)/vm/initramfs.cpio
+
+$(VM_INITRD): all
+	testvm/mkinitramfs $(B) $(KSRC) $@
+
+vm: $(VM_INITRD)
+	testvm/run --initrd $(VM_INITRD) --kver $(KVER) \
+		$(if $(value RUN),--run '$(subst ','\'',$(value RUN))') $(foreach f,$(EXTRA),--extra $(f))
+
+# --- the two commands of the README ------------------------------------------
+check-host: all
+	@selftests/run-host-tests $(LIBTESTS)
+
+check-vm: $(VM_INITRD)
+	@testvm/run --initrd $(VM_INITRD) --kver $(KVER) \
+		--run '/selftests/run_kselftest.sh'
+
+check: all
+	@set -o pipefail; ( rc=0; \
+	  $(MAKE) -s --no-print-directory check-kernel || rc=1; \
+	  $(MAKE) -s --no-print-directory check-host || rc=1; \
+	  $(MAKE) -s --no-print-directory check-vm || rc=1; exit $$rc ) 2>&1 | \
+	  tee $(B)/check.log | selftests/ktap-summary
+
+demo: $(VM_INITRD)
+	testvm/run --initrd $(VM_INITRD) --kver $(KVER) --run '/usr/share/memprepop/demo'
+
+KERNEL_SRCS	:= $(filter-out %.mod.c,$(wildcard kmod/*.c kmod/*.h)) \
+		   uapi/linux/memprepop.h
+CHECKPATCH	:= $(KSRC)/scripts/checkpatch.pl --no-tree --strict --terse \
+		   --ignore FILE_PATH_CHANGES -f
+
+checkpatch: $(KSFT)/kselftest_harness.h
+	$(CHECKPATCH) $(KERNEL_SRCS)
+
+# The kernel side's own quality gates, reported as test verdicts
+check-kernel: $(KSFT)/kselftest_harness.h | deps
+	@if $(CHECKPATCH) $(KERNEL_SRCS) > $(B)/checkpatch.log 2>&1; \
+	then echo "ok kernel: checkpatch --strict"; \
+	else cat $(B)/checkpatch.log; echo "not ok kernel: checkpatch --strict"; fi
+	@$(MAKE) -s -C $(KDIR) M=$(CURDIR) clean
+	@$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 C=2 modules > $(B)/kbuild.log 2>&1; \
+	if grep -E 'warning:|error:' $(B)/kbuild.log; \
+	then echo "not ok kernel: W=1 C=2 (sparse) build clean"; \
+	else echo "ok kernel: W=1 C=2 (sparse) build clean"; fi
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null
+	rm -rf $(B)

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the module selftests and the library tests: what the
+ * kernel says about a range (pagemap, smaps, meminfo), and the reference
+ * behaviour, madvise(MADV_POPULATE_WRITE), to compare with.
+ */
+#ifndef MEMPREPOP_TEST_H
+#define MEMPREPOP_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <linux/memprepop.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23
+#endif
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT		0x01
+#endif
+
+#define KiB	(1024UL)
+#define MiB	(1024UL * KiB)
+#define HPAGE	(2 * MiB)
+
+static inline size_t page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
+
+/* Pages of [addr, addr + len) that are present, per /proc/self/pagemap. */
+static inline size_t present_pages(const void *addr, size_t len)
+{
+	size_t psz = page_size(), n = len / psz, i, present = 0;
+	uint64_t ent[512];
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+
+	if (fd < 0)
+		return 0;
+	for (i = 0; i < n; i += 512) {
+		size_t batch = n - i < 512 ? n - i : 512, j;
+		off_t off = ((uintptr_t)addr / psz + i) * sizeof(uint64_t);
+
+		if (pread(fd, ent, batch * sizeof(uint64_t), off) !=
+		    (ssize_t)(batch * sizeof(uint64_t)))
+			break;
+		for (j = 0; j < batch; j++)
+			present += !!(ent[j] & (1ULL << 63));
+	}
+	close(fd);
+	return present;
+}
+
+/* A field (in kB) of the /proc/self/smaps entry of the VMA holding @addr. */
+static inline long smaps_field_kb(const void *addr, const char *field)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	size_t flen = strlen(field);
+	bool inside = false;
+	char line[512];
+	long val = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			inside = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+			continue;
+		}
+		if (inside && !strncmp(line, field, flen) &&
+		    line[flen] == ':') {
+			val = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}
+
+/* A numeric field of /proc/meminfo (kB for sizes, a count for HugePages_*) */
+static inline long meminfo_field(const char *field)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	size_t flen = strlen(field);
+	char line[256];
+	long val = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, flen) && line[flen] == ':') {
+			val = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
+/* madvise(MADV_POPULATE_WRITE) as 0 or -errno: the reference behaviour. */
+static inline int madvise_populate_write(void *addr, size_t len)
+{
+	return madvise(addr, len, MADV_POPULATE_WRITE) ? -errno : 0;
+}
+
+/* MEMPREPOP_IOC_POPULATE as 0 or -errno, with the struct filled. */
+static inline int ioc_populate(int fd, void *addr, size_t len, uint64_t flags,
+			       struct memprepop_populate *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->addr = (uintptr_t)addr;
+	req->len = len;
+	req->flags = flags;
+	return ioctl(fd, MEMPREPOP_IOC_POPULATE, req) ? -errno : 0;
+}
+
+/* An anonymous private mapping, or NULL. */
+static inline void *map_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+#endif /* MEMPREPOP_TEST_H */

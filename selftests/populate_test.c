@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * MEMPREPOP_IOC_POPULATE and MEMPREPOP_IOC_INFO: the ABI, the populate
+ * outcome for each memory kind, and the errno for each bad range compared
+ * with madvise(MADV_POPULATE_WRITE) on an identical mapping.
+ */
+#define _GNU_SOURCE
+#include <sys/resource.h>
+
+#include "kselftest_harness.h"
+#include "memprepop_test.h"
+
+#define MEMPREPOP_IOC_POPULATE_SIZED(size) \
+	_IOC(_IOC_READ | _IOC_WRITE, MEMPREPOP_IOC_MAGIC, 0x01, (size))
+
+FIXTURE(dev)
+{
+	int fd;
+};
+
+FIXTURE_SETUP(dev)
+{
+	self->fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd) TH_LOG("open %s: %s (module not loaded?)",
+				       MEMPREPOP_DEVICE, strerror(errno));
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	close(self->fd);
+}
+
+TEST_F(dev, info)
+{
+	struct memprepop_info info;
+
+	memset(&info, 0xff, sizeof(info));
+	ASSERT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_INFO, &info));
+	EXPECT_EQ(MEMPREPOP_ABI_VERSION, info.abi_version);
+	EXPECT_EQ(sizeof(struct memprepop_populate), info.populate_size);
+	EXPECT_TRUE(info.flags & MEMPREPOP_F_LOCK);
+	EXPECT_LE(1, info.nr_online_nodes);
+	EXPECT_LE(1, info.max_workers);
+	EXPECT_TRUE(info.online_nodes & 1);
+	EXPECT_EQ(0, info.__reserved);
+}
+
+/* Populated writable: every page present, and writing them faults no more */
+TEST_F(dev, anon_private_4k)
+{
+	size_t len = 64 * MiB, i;
+	struct memprepop_populate req;
+	struct rusage before, after;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_LE(1, req.workers);
+	EXPECT_LT(0, req.nsecs);
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+
+	getrusage(RUSAGE_SELF, &before);
+	for (i = 0; i < len; i += page_size())
+		p[i] = 1;
+	getrusage(RUSAGE_SELF, &after);
+	EXPECT_EQ(before.ru_minflt, after.ru_minflt);
+	munmap(p, len);
+}
+
+TEST_F(dev, len_zero_does_nothing)
+{
+	struct memprepop_populate req;
+	char *p = map_anon(page_size());
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, 0, 0, &req));
+	EXPECT_EQ(0, req.populated);
+	EXPECT_EQ(0, present_pages(p, page_size()));
+	munmap(p, page_size());
+}
+
+TEST_F(dev, len_rounded_up_like_madvise)
+{
+	struct memprepop_populate req;
+	char *p = map_anon(4 * page_size());
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, page_size() + 1, 0, &req));
+	EXPECT_EQ(2 * page_size(), req.populated);
+	EXPECT_EQ(2, present_pages(p, 4 * page_size()));
+	munmap(p, 4 * page_size());
+}
+
+TEST_F(dev, bad_arguments_einval)
+{
+	struct memprepop_populate req;
+	char *p = map_anon(2 * page_size());
+
+	ASSERT_NE(NULL, p);
+	/* unaligned address */
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p + 1, page_size(), 0, &req));
+	EXPECT_EQ(-EINVAL, madvise_populate_write(p + 1, page_size()));
+	/* addr + len wraps */
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, -page_size(), 0, &req));
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, ~0UL, 0, &req));
+	/* beyond the user address space */
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, (void *)0xffff800000000000UL,
+					page_size(), 0, &req));
+	/* unknown flags, every one of them */
+	for (int bit = 2; bit < 64; bit++)
+		EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, page_size(),
+						1ULL << bit, &req));
+	EXPECT_EQ(0, present_pages(p, 2 * page_size()));
+	munmap(p, 2 * page_size());
+}
+
+/* The struct travels with its size: shorter is refused, longer must be 0 */
+TEST_F(dev, struct_sizes)
+{
+	struct {
+		struct memprepop_populate req;
+		uint64_t future[2];
+	} big;
+	struct memprepop_populate req;
+	char *p = map_anon(4 * page_size());
+
+	ASSERT_NE(NULL, p);
+	memset(&req, 0, sizeof(req));
+	req.addr = (uintptr_t)p;
+	req.len = page_size();
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE_SIZED(24), &req));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_POPULATE_SIZED(
+				MEMPREPOP_POPULATE_SIZE_VER0), &req));
+	EXPECT_EQ(page_size(), req.populated);
+
+	memset(&big, 0, sizeof(big));
+	big.req.addr = (uintptr_t)p;
+	big.req.len = 2 * page_size();
+	EXPECT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_POPULATE_SIZED(sizeof(big)),
+			   &big));
+	EXPECT_EQ(2 * page_size(), big.req.populated);
+	big.future[1] = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE_SIZED(sizeof(big)),
+			    &big));
+	EXPECT_EQ(E2BIG, errno);
+
+	EXPECT_EQ(-1, ioctl(self->fd, _IO(MEMPREPOP_IOC_MAGIC, 0x7f)));
+	EXPECT_EQ(ENOTTY, errno);
+	munmap(p, 4 * page_size());
+}
+
+/* A hole: ENOMEM like madvise, populated up to the hole exactly */
+TEST_F(dev, hole_enomem)
+{
+	size_t chunk = 4 * MiB;
+	struct memprepop_populate req;
+	char *p = map_anon(3 * chunk);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, munmap(p + chunk, chunk));
+	EXPECT_EQ(-ENOMEM, ioc_populate(self->fd, p, 3 * chunk, 0, &req));
+	EXPECT_EQ(chunk, req.populated);
+	EXPECT_EQ(chunk / page_size(), present_pages(p, chunk));
+	EXPECT_EQ(-ENOMEM, madvise_populate_write(p, 3 * chunk));
+	/* a range that starts in the hole */
+	EXPECT_EQ(-ENOMEM, ioc_populate(self->fd, p + chunk, chunk, 0, &req));
+	EXPECT_EQ(0, req.populated);
+	munmap(p, chunk);
+	munmap(p + 2 * chunk, chunk);
+}
+
+/* Mappings that cannot be populated writable: the errno madvise gives */
+TEST_F(dev, not_writable_like_madvise)
+{
+	static const int prots[] = { PROT_READ, PROT_NONE, PROT_EXEC };
+	size_t len = 8 * page_size();
+	struct memprepop_populate req;
+
+	for (unsigned int i = 0; i < sizeof(prots) / sizeof(prots[0]); i++) {
+		char *p = mmap(NULL, len, prots[i], MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		int want;
+
+		ASSERT_NE(MAP_FAILED, p);
+		want = madvise_populate_write(p, len);
+		EXPECT_EQ(-EINVAL, want);
+		EXPECT_EQ(want, ioc_populate(self->fd, p, len, 0, &req));
+		EXPECT_EQ(0, req.populated);
+		munmap(p, len);
+	}
+}
+
+/* Writable then read-only: populated stops exactly at the read-only part */
+TEST_F(dev, populated_exact_at_bad_vma)
+{
+	size_t len = 16 * page_size();
+	struct memprepop_populate req;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, mprotect(p + len / 2, len / 2, PROT_READ));
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len / 2, req.populated);
+	EXPECT_EQ(len / 2 / page_size(), present_pages(p, len));
+	munmap(p, len);
+}
+
+TEST_F(dev, lock_requires_mlocked_range)
+{
+	size_t len = 16 * MiB;
+	struct memprepop_populate req;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK,
+					&req));
+	EXPECT_EQ(0, present_pages(p, len));
+
+	ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
+	EXPECT_EQ(0, smaps_field_kb(p, "Locked"));
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(len / KiB, smaps_field_kb(p, "Locked"));
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	ASSERT_EQ(0, munlock(p, len));
+	EXPECT_EQ(0, smaps_field_kb(p, "Locked"));
+	munmap(p, len);
+}
+
+TEST_F(dev, shared_anon_and_memfd)
+{
+	size_t len = 16 * MiB;
+	struct memprepop_populate req;
+	char *p;
+	int mfd;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	munmap(p, len);
+
+	mfd = memfd_create("memprepop-test", MFD_CLOEXEC);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	munmap(p, len);
+	close(mfd);
+}
+
+TEST_F(dev, hugetlb_memfd_2m)
+{
+	size_t len = 8 * HPAGE;
+	struct memprepop_populate req;
+	long free_before;
+	char *p;
+	int mfd;
+
+	free_before = meminfo_field("HugePages_Free");
+	if (free_before < 8)
+		SKIP(return, "needs 8 free 2 MiB hugetlb pages, has %ld",
+		     free_before);
+	mfd = memfd_create("memprepop-huge", MFD_CLOEXEC | MFD_HUGETLB);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(free_before - 8, meminfo_field("HugePages_Free"));
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	munmap(p, len);
+	close(mfd);
+}
+
+/* Hugetlb pool exhausted: EFAULT like madvise, never SIGBUS */
+TEST_F(dev, hugetlb_pool_exhausted_efault)
+{
+	long free_pages = meminfo_field("HugePages_Free");
+	size_t len = (free_pages + 4) * HPAGE;
+	struct memprepop_populate req;
+	char *p;
+
+	if (free_pages < 1)
+		SKIP(return, "no free 2 MiB hugetlb pages");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_NORESERVE,
+		 -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-EFAULT, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(free_pages * HPAGE, req.populated);
+	EXPECT_EQ(0, meminfo_field("HugePages_Free"));
+	munmap(p, len);
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_NORESERVE,
+		 -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-EFAULT, madvise_populate_write(p, len));
+	munmap(p, len);
+	EXPECT_EQ(free_pages, meminfo_field("HugePages_Free"));
+}
+
+TEST_F(dev, node_stats_count_every_page)
+{
+	size_t len = 32 * MiB;
+	struct memprepop_populate req;
+	uint64_t sum = 0;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_NODE_STATS,
+				  &req));
+	for (int i = 0; i < MEMPREPOP_STAT_NODES; i++)
+		sum += req.node_pages[i];
+	EXPECT_EQ(len / page_size(), sum);
+	munmap(p, len);
+}
+
+TEST_HARNESS_MAIN
