@@ -12,6 +12,9 @@
 
 #include "memprepop.h"
 
+#define CREATE_TRACE_POINTS
+#include "trace.h"
+
 /* struct memprepop_info up to and including @flags */
 #define MEMPREPOP_INFO_SIZE_VER0	16
 
@@ -99,6 +102,7 @@ static struct miscdevice memprepop_misc = {
 	.name	= "memprepop",
 	.fops	= &memprepop_fops,
 	.mode	= 0660,
+	.groups	= memprepop_stats_groups,
 };
 
 static int __init memprepop_init(void)

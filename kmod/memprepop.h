@@ -1,17 +1,178 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * memprepop: internal interfaces between the device and the populate engine.
+ * memprepop: internal interfaces. A populate call is a refcounted request:
+ * the caller plans it (policy.c), per-node workers fault its chunks in
+ * (workers.c, fault.c), and the caller collects the result (populate.c).
  */
 #ifndef _MEMPREPOP_H
 #define _MEMPREPOP_H
 
+#include <linux/completion.h>
+#include <linux/kref.h>
 #include <linux/memprepop.h>
+#include <linux/nodemask.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
 
+struct mempolicy;
 struct mm_struct;
+struct task_struct;
+struct vm_area_struct;
 
 /* Flags the module accepts in struct memprepop_populate.flags. */
 #define MEMPREPOP_F_SUPPORTED	(MEMPREPOP_F_LOCK | MEMPREPOP_F_NODE_STATS)
 
+/* The unit of work handed to a worker; also the kill latency bound. */
+#define MPP_CHUNK_SIZE		(16UL << 20)
+/* No worker is started for less than this much of a node's memory. */
+#define MPP_MIN_PER_WORKER	(8UL << 20)
+/* Pages per get_user_pages_remote() call: how often a worker looks up. */
+#define MPP_GUP_BATCH		512UL
+
+/**
+ * struct mpp_segment - a run of the range that one placement rule covers
+ * @start: first address, page aligned
+ * @end: end address, page aligned
+ * @chunk_size: chunks are cut at multiples of it (at least the page size of
+ *	the mapping, so a huge page is never split between workers)
+ * @first_chunk: index of its first chunk among all the request's chunks
+ * @nr_chunks: chunks in the segment
+ * @next_chunk: the next of its chunks to hand out
+ * @nodes: nodes its pages will be placed on, per its memory policy
+ * @served_by: nodes whose workers fault it in
+ * @caller_only: faulted in by the calling thread itself (userfaultfd-armed
+ *	ranges, whose faults wait for a handler: only the caller is killable)
+ */
+struct mpp_segment {
+	unsigned long start;
+	unsigned long end;
+	unsigned long chunk_size;
+	unsigned long first_chunk;
+	unsigned long nr_chunks;
+	atomic_long_t next_chunk;
+	nodemask_t nodes;
+	nodemask_t served_by;
+	bool caller_only;
+};
+
+/**
+ * struct mpp_worker - one kernel thread working for a request
+ * @req: the request
+ * @task: the thread, until it is woken
+ * @node: the node it runs on
+ * @next_seg: first segment that may still have work for it
+ * @node_pages: pages it found per node (with %MEMPREPOP_F_NODE_STATS)
+ */
+struct mpp_worker {
+	struct mpp_request *req;
+	struct task_struct *task;
+	int node;
+	unsigned int next_seg;
+	u64 node_pages[MEMPREPOP_STAT_NODES];
+};
+
+/**
+ * struct mpp_request - one MEMPREPOP_IOC_POPULATE call
+ * @ref: held by the caller and by each worker
+ * @mm: the caller's mm, with a user reference
+ * @flags: %MEMPREPOP_F_* of the call
+ * @start: start of the range
+ * @end: end of the range
+ * @caller_node: the node the caller ran on when it called
+ * @task_pol: the memory policy workers fault with where a range has no VMA
+ *	policy: the caller's task policy (borrowed: the caller waits in the
+ *	ioctl until every worker has dropped it), or @local_pol
+ * @local_pol: the caller's local allocation, as a preferred-node policy that
+ *	does not depend on where the faulting thread runs
+ * @segs: the plan, in address order
+ * @nr_segs: segments in @segs
+ * @nr_chunks: chunks in all segments
+ * @chunk_done: bit per chunk, set when it was populated completely
+ * @lock: protects @stop_at, @err and @partial
+ * @stop_at: nothing at or above it is populated any more: the lowest
+ *	failure, or the end of what the plan could cover
+ * @err: the errno of the failure at @stop_at
+ * @killed: a fatal signal reached the caller; everyone stops
+ * @partial: per chunk that a kill interrupted, where it stopped
+ * @nr_partial: entries in @partial
+ * @workers: the workers, @nr_workers of them
+ * @nr_workers: number of workers
+ * @active: workers still running
+ * @done: completed when the last worker stops
+ */
+struct mpp_request {
+	struct kref ref;
+	struct mm_struct *mm;
+	u64 flags;
+	unsigned long start;
+	unsigned long end;
+	int caller_node;
+	struct mempolicy *task_pol;
+	struct mempolicy *local_pol;
+
+	struct mpp_segment *segs;
+	unsigned int nr_segs;
+	unsigned long nr_chunks;
+	unsigned long *chunk_done;
+
+	spinlock_t lock;		/* @stop_at, @err, @partial */
+	unsigned long stop_at;
+	int err;
+	bool killed;
+	struct {
+		unsigned long chunk;
+		unsigned long addr;
+	} *partial;
+	unsigned int nr_partial;
+
+	struct mpp_worker *workers;
+	unsigned int nr_workers;
+	atomic_t active;
+	struct completion done;
+};
+
+/**
+ * struct mpp_chunk - a piece of a segment, claimed by one thread
+ * @seg: its segment
+ * @index: its index among all chunks of the request
+ * @start: first address
+ * @end: end address
+ */
+struct mpp_chunk {
+	struct mpp_segment *seg;
+	unsigned long index;
+	unsigned long start;
+	unsigned long end;
+};
+
+/* populate.c */
 int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *req);
+void mpp_request_put(struct mpp_request *req);
+void mpp_stop(struct mpp_request *req, unsigned long addr, int err);
+bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
+	       struct mpp_chunk *chunk);
+void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
+		      unsigned long reached, int err);
+
+/* policy.c */
+int mpp_plan(struct mpp_request *req);
+int mpp_policy_init(struct mpp_request *req);
+void mpp_policy_free(struct mpp_request *req);
+void mpp_policy_enter(struct mpp_request *req);
+void mpp_policy_leave(void);
+
+/* workers.c */
+int mpp_workers_start(struct mpp_request *req, unsigned int max_workers);
+
+/* fault.c */
+int mpp_check_vma(struct vm_area_struct *vma, u64 flags);
+int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
+		    bool caller, u64 *node_pages, unsigned long *reached);
+
+/* stats.c */
+struct attribute_group;
+extern const struct attribute_group *memprepop_stats_groups[];
+void mpp_stats_account(const struct memprepop_populate *req, int ret);
+void mpp_stats_workers(unsigned int nr);
 
 #endif /* _MEMPREPOP_H */

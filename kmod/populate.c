@@ -1,194 +1,303 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: the populate engine. Faults a range of an mm in, writable, the
- * way madvise(MADV_POPULATE_WRITE) does, and reports the same errors for the
- * same ranges.
+ * memprepop: a populate call from start to end. The caller validates the
+ * range, plans it (policy.c), starts the workers (workers.c), faults in what
+ * only it may fault, waits, and works out exactly how far the range got.
  */
-#include <linux/magic.h>
+#include <linux/bitmap.h>
 #include <linux/mm.h>
-#include <linux/mmu_context.h>
-#include <linux/nodemask.h>
-#include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 
 #include "memprepop.h"
+#include "trace.h"
 
-/* Pages looked up per get_user_pages_remote() call when counting nodes. */
-#define MPP_PAGE_BATCH	(PAGE_SIZE / sizeof(struct page *))
-
-static bool mpp_vma_is_secretmem(struct vm_area_struct *vma)
+static struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
+					     unsigned long start,
+					     unsigned long end, u64 flags)
 {
-	/* vma_is_secretmem() is not exported; its files live on SECRETMEM_MAGIC */
-	return vma->vm_file &&
-	       file_inode(vma->vm_file)->i_sb->s_magic == SECRETMEM_MAGIC;
+	struct mpp_request *req;
+
+	req = kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
+	if (!req)
+		return NULL;
+	kref_init(&req->ref);
+	mmget(mm);
+	req->mm = mm;
+	req->flags = flags;
+	req->start = start;
+	req->end = end;
+	req->stop_at = end;
+	spin_lock_init(&req->lock);
+	init_completion(&req->done);
+	return req;
+}
+
+static void mpp_request_release(struct kref *ref)
+{
+	struct mpp_request *req = container_of(ref, struct mpp_request, ref);
+
+	mpp_policy_free(req);
+	kfree(req->partial);
+	kvfree(req->workers);
+	bitmap_free(req->chunk_done);
+	kvfree(req->segs);
+	mmput(req->mm);
+	kfree(req);
+}
+
+void mpp_request_put(struct mpp_request *req)
+{
+	kref_put(&req->ref, mpp_request_release);
+}
+
+/**
+ * mpp_stop() - nothing at or above @addr is to be populated any more
+ * @req: the request
+ * @addr: where it failed
+ * @err: why
+ *
+ * The lowest failure wins: everything below it is still populated, so that
+ * the call ends exactly where madvise(MADV_POPULATE_WRITE) would have.
+ */
+void mpp_stop(struct mpp_request *req, unsigned long addr, int err)
+{
+	spin_lock(&req->lock);
+	if (addr < req->stop_at) {
+		WRITE_ONCE(req->stop_at, addr);
+		req->err = err;
+	}
+	spin_unlock(&req->lock);
+}
+
+static void mpp_kill(struct mpp_request *req)
+{
+	WRITE_ONCE(req->killed, true);
+}
+
+/* The start of chunk @index of @seg */
+static unsigned long mpp_chunk_start(const struct mpp_segment *seg,
+				     unsigned long index)
+{
+	unsigned long base = ALIGN_DOWN(seg->start, seg->chunk_size);
+
+	return max(seg->start, base + index * seg->chunk_size);
+}
+
+/**
+ * mpp_claim() - hand out the next chunk for a thread
+ * @req: the request
+ * @node: the worker's node, or %NUMA_NO_NODE for the calling thread
+ * @next_seg: the thread's cursor: segments before it have nothing for it
+ * @chunk: filled with the claimed chunk
+ *
+ * Workers take chunks of the segments their node serves, the caller takes
+ * the segments only it may fault, in address order, dynamically.
+ *
+ * Return: true when @chunk was claimed, false when there is nothing left.
+ */
+bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
+	       struct mpp_chunk *chunk)
+{
+	for (; *next_seg < req->nr_segs; (*next_seg)++) {
+		struct mpp_segment *seg = &req->segs[*next_seg];
+		unsigned long index;
+
+		if (READ_ONCE(req->killed))
+			return false;
+		if (node == NUMA_NO_NODE ? !seg->caller_only :
+		    seg->caller_only || !node_isset(node, seg->served_by))
+			continue;
+		index = atomic_long_fetch_inc(&seg->next_chunk);
+		if (index >= seg->nr_chunks)
+			continue;
+
+		chunk->seg = seg;
+		chunk->index = seg->first_chunk + index;
+		chunk->start = mpp_chunk_start(seg, index);
+		chunk->end = min(seg->end, mpp_chunk_start(seg, index + 1));
+		/* Segments are in address order: all the rest is stopped too */
+		if (chunk->start >= READ_ONCE(req->stop_at))
+			return false;
+		return true;
+	}
+	return false;
+}
+
+/**
+ * mpp_chunk_finish() - record how a chunk ended
+ * @req: the request
+ * @chunk: the chunk
+ * @reached: populated from its start up to here
+ * @err: 0, -ECANCELED (stopped), -EINTR (the caller was killed) or a
+ *	failure
+ */
+void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
+		      unsigned long reached, int err)
+{
+	if (!err) {
+		set_bit(chunk->index, req->chunk_done);
+		return;
+	}
+	if (err == -EINTR)
+		mpp_kill(req);
+	if (err != -ECANCELED && err != -EINTR) {
+		mpp_stop(req, reached, err);
+		return;
+	}
+	/* Stopped below the chunk's end: remember where, for a kill */
+	spin_lock(&req->lock);
+	if (req->nr_partial < req->nr_workers + 1) {
+		req->partial[req->nr_partial].chunk = chunk->index;
+		req->partial[req->nr_partial].addr = reached;
+		req->nr_partial++;
+	}
+	spin_unlock(&req->lock);
 }
 
 /*
- * Mirror check_vma_flags() for a FOLL_WRITE fault, which madvise_populate()
- * turns into EINVAL: mappings that cannot be populated writable.
+ * The end of what is populated from the start of the range. Chunks below the
+ * lowest failure all complete unless the caller is killed, so it is: the
+ * start of the first chunk that did not complete, or the failure in it, or
+ * where a kill stopped it; never past the lowest failure.
  */
-static int mpp_check_vma(struct vm_area_struct *vma, u64 flags)
+static unsigned long mpp_populated_end(struct mpp_request *req)
 {
-	if (vma->vm_flags & (VM_IO | VM_PFNMAP))
-		return -EINVAL;
-	if (mpp_vma_is_secretmem(vma))
-		return -EINVAL;
-	if (!(vma->vm_flags & VM_WRITE))
-		return -EINVAL;
-	if (!arch_vma_access_permitted(vma, true, false, false))
-		return -EINVAL;
-	if ((flags & MEMPREPOP_F_LOCK) && !(vma->vm_flags & VM_LOCKED))
-		return -EINVAL;
-	return 0;
+	unsigned long first = find_first_zero_bit(req->chunk_done,
+						  req->nr_chunks);
+	unsigned long end = req->end, stop_at = req->stop_at;
+	unsigned int i;
+
+	for (i = 0; first < req->nr_chunks && i < req->nr_segs; i++) {
+		const struct mpp_segment *seg = &req->segs[i];
+		unsigned long index = first - seg->first_chunk;
+		unsigned long chunk_end;
+
+		if (first >= seg->first_chunk + seg->nr_chunks)
+			continue;
+		end = mpp_chunk_start(seg, index);
+		chunk_end = min(seg->end, mpp_chunk_start(seg, index + 1));
+		if (stop_at >= end && stop_at < chunk_end)
+			end = stop_at;
+		break;
+	}
+	for (i = 0; i < req->nr_partial; i++)
+		if (req->partial[i].chunk == first)
+			end = req->partial[i].addr;
+	return min(end, stop_at);
 }
 
-/* The errno madvise_populate() reports for a get_user_pages() failure. */
-static int mpp_gup_errno(long err)
+/* The calling thread's share: segments that only it may fault */
+static void mpp_caller_work(struct mpp_request *req, u64 *node_pages)
 {
-	switch (err) {
-	case -EINTR:
-	case -EINVAL:
-	case -EHWPOISON:
-	case -EFAULT:
-		return err;
-	default:
+	unsigned int next_seg = 0;
+	struct mpp_chunk chunk;
+
+	while (mpp_claim(req, NUMA_NO_NODE, &next_seg, &chunk)) {
+		unsigned long reached;
+		int ret;
+
+		ret = mpp_fault_chunk(req, &chunk, true, node_pages, &reached);
+		mpp_chunk_finish(req, &chunk, reached, ret);
+	}
+}
+
+/*
+ * Wait for the workers without holding mmap_lock. A fatal signal stops them;
+ * they are still waited for, so that none touches the mm after the return.
+ */
+static void mpp_wait_workers(struct mpp_request *req)
+{
+	if (!req->nr_workers)
+		return;
+	if (wait_for_completion_killable(&req->done)) {
+		mpp_kill(req);
+		wait_for_completion(&req->done);
+	}
+}
+
+static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
+{
+	unsigned int i;
+	int ret;
+
+	ret = mpp_policy_init(req);
+	if (ret)
+		return ret;
+	ret = mpp_plan(req);
+	if (ret)
+		return ret;
+	req->chunk_done = bitmap_zalloc(req->nr_chunks, GFP_KERNEL_ACCOUNT);
+	if (!req->chunk_done)
 		return -ENOMEM;
+	ret = mpp_workers_start(req, p->max_workers);
+	if (ret)
+		return ret;
+	trace_memprepop_populate_start(req->start, req->end - req->start,
+				       req->flags, req->nr_workers,
+				       req->nr_segs);
+
+	mpp_caller_work(req, p->node_pages);
+	mpp_wait_workers(req);
+
+	p->workers = req->nr_workers ? req->nr_workers : 1;
+	for (i = 0; i < req->nr_workers; i++) {
+		int nid;
+
+		for (nid = 0; nid < MEMPREPOP_STAT_NODES; nid++)
+			p->node_pages[nid] += req->workers[i].node_pages[nid];
 	}
-}
+	p->populated = mpp_populated_end(req) - req->start;
 
-static void mpp_count_nodes(struct page **pages, long nr, u64 *node_pages)
-{
-	long i;
-
-	for (i = 0; i < nr; i++) {
-		int nid = page_to_nid(pages[i]);
-
-		if (nid < MEMPREPOP_STAT_NODES)
-			node_pages[nid]++;
-		put_page(pages[i]);
-	}
-}
-
-/*
- * Populate [start, end) of @mm. On return *done is the number of bytes from
- * @start that were populated before the first failure.
- */
-static int mpp_populate_range(struct mm_struct *mm, unsigned long start,
-			      unsigned long end, u64 flags, u64 *node_pages,
-			      unsigned long *done)
-{
-	unsigned int gup_flags = FOLL_WRITE | FOLL_HWPOISON;
-	struct vm_area_struct *vma = NULL;
-	struct page **pages = NULL;
-	unsigned long addr = start;
-	int locked = 1;
-	int ret = 0;
-
-	if (flags & MEMPREPOP_F_NODE_STATS) {
-		pages = kmalloc_array(MPP_PAGE_BATCH, sizeof(*pages),
-				      GFP_KERNEL);
-		if (!pages)
-			return -ENOMEM;
-	}
-
-	if (mmap_read_lock_killable(mm)) {
-		ret = -EINTR;
-		goto out_free_pages;
-	}
-
-	while (addr < end) {
-		unsigned long nr;
-		long got;
-
-		/* The lock may have been dropped: look the VMA up again. */
-		if (!vma || addr >= vma->vm_end) {
-			vma = vma_lookup(mm, addr);
-			if (!vma) {
-				ret = -ENOMEM;
-				break;
-			}
-			ret = mpp_check_vma(vma, flags);
-			if (ret)
-				break;
-		}
-
-		nr = (min(end, vma->vm_end) - addr) >> PAGE_SHIFT;
-		if (pages)
-			nr = min(nr, MPP_PAGE_BATCH);
-
-		got = get_user_pages_remote(mm, addr, nr, gup_flags, pages,
-					    NULL, &locked);
-		if (got > 0) {
-			if (pages)
-				mpp_count_nodes(pages, got, node_pages);
-			addr += got << PAGE_SHIFT;
-		}
-		if (!locked) {
-			vma = NULL;
-			if (mmap_read_lock_killable(mm)) {
-				ret = -EINTR;
-				goto out_free_pages;
-			}
-			locked = 1;
-		}
-		if (got <= 0) {
-			ret = got ? mpp_gup_errno(got) : -EFAULT;
-			break;
-		}
-
-		if (fatal_signal_pending(current)) {
-			ret = -EINTR;
-			break;
-		}
-	}
-	mmap_read_unlock(mm);
-
-out_free_pages:
-	kfree(pages);
-	*done = addr - start;
-	return ret;
+	if (req->killed || fatal_signal_pending(current))
+		return -EINTR;
+	if (req->start + p->populated < req->end)
+		return req->err ? req->err : -EINTR;
+	return 0;
 }
 
 /**
  * memprepop_populate() - carry out a populate request on @mm
  * @mm: the caller's mm
- * @req: the request, validated by the caller except for its range
+ * @p: the request, validated by the ioctl except for its range
  *
- * Fills the output fields of @req.
+ * Fills the output fields of @p.
  *
  * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE.
  */
-int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *req)
+int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *p)
 {
-	unsigned long start, end, done = 0;
 	u64 t0 = ktime_get_ns();
+	struct mpp_request *req;
 	u64 len;
 	int ret;
 
-	req->populated = 0;
-	req->workers = 0;
-	req->nsecs = 0;
-	memset(req->node_pages, 0, sizeof(req->node_pages));
+	p->populated = 0;
+	p->workers = 0;
+	p->nsecs = 0;
+	memset(p->node_pages, 0, sizeof(p->node_pages));
 
 	/* The same range checks as do_madvise(), and the end within TASK_SIZE */
-	if (!PAGE_ALIGNED(req->addr))
+	if (!PAGE_ALIGNED(p->addr))
 		return -EINVAL;
-	len = PAGE_ALIGN(req->len);
-	if (req->len && !len)
+	len = PAGE_ALIGN(p->len);
+	if (p->len && !len)
 		return -EINVAL;
-	if (req->addr > TASK_SIZE || len > TASK_SIZE - req->addr)
+	if (p->addr > TASK_SIZE || len > TASK_SIZE - p->addr)
 		return -EINVAL;
 	if (!len)
 		return 0;
 
-	start = req->addr;
-	end = start + len;
-	req->workers = 1;
-	ret = mpp_populate_range(mm, start, end, req->flags, req->node_pages,
-				 &done);
-	req->populated = done;
-	req->nsecs = ktime_get_ns() - t0;
+	req = mpp_request_alloc(mm, p->addr, p->addr + len, p->flags);
+	if (!req)
+		return -ENOMEM;
+	ret = mpp_run(req, p);
+	mpp_request_put(req);
+
+	p->nsecs = ktime_get_ns() - t0;
+	trace_memprepop_populate_end(p->addr, p->populated, p->nsecs, ret);
+	mpp_stats_account(p, ret);
 	return ret;
 }

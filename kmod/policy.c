@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop: placement. Works out, per run of the range, the nodes its pages
+ * will be placed on by the memory policy the caller's own fault would use,
+ * and makes the workers fault with the caller's task policy rather than
+ * their own.
+ *
+ * A page fault takes the VMA's policy (for shmem, the file's shared policy
+ * at that offset), else the faulting task's policy, else the faulting CPU's
+ * node. Workers are kernel threads on other CPUs, so for ranges without a VMA
+ * policy they fault with the caller's task policy installed as their own;
+ * when the caller has none, with a preferred-node policy for the caller's
+ * node, which is what the caller's default policy amounts to.
+ */
+#include <linux/cpuset.h>
+#include <linux/hugetlb.h>
+#include <linux/mempolicy.h>
+#include <linux/mm.h>
+#include <linux/rbtree.h>
+#include <linux/sched/task.h>
+#include <linux/shmem_fs.h>
+#include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
+
+#include "compat.h"
+#include "memprepop.h"
+
+/**
+ * mpp_policy_init() - record the caller's placement context
+ * @req: the request, in the caller's context
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int mpp_policy_init(struct mpp_request *req)
+{
+	struct mempolicy *pol = current->mempolicy;
+	struct mempolicy *local;
+
+	req->caller_node = numa_node_id();
+	if (pol && pol->mode != MPOL_LOCAL) {
+		req->task_pol = pol;
+		return 0;
+	}
+
+	local = kzalloc(sizeof(*local), GFP_KERNEL_ACCOUNT);
+	if (!local)
+		return -ENOMEM;
+	atomic_set(&local->refcnt, 1);
+	local->mode = MPOL_PREFERRED;
+	local->home_node = NUMA_NO_NODE;
+	node_set(numa_mem_id(), local->nodes);
+	/* As mpol_new() sets it, for a cpuset rebind while it is installed */
+	local->w.cpuset_mems_allowed = cpuset_current_mems_allowed;
+	req->local_pol = local;
+	req->task_pol = local;
+	return 0;
+}
+
+void mpp_policy_free(struct mpp_request *req)
+{
+	kfree(req->local_pol);
+}
+
+/**
+ * mpp_policy_enter() - fault with the caller's task policy from now on
+ * @req: the request
+ *
+ * Called by a worker before it faults anything, after it was attached to the
+ * caller's cgroups (a cpuset attach rebinds the policy it finds). The policy
+ * is borrowed, not referenced: the caller cannot change or free its own task
+ * policy while it waits in the ioctl for every worker to leave it.
+ */
+void mpp_policy_enter(struct mpp_request *req)
+{
+	task_lock(current);
+	current->mempolicy = req->task_pol;
+	task_unlock(current);
+}
+
+/* Drop the borrowed policy: a worker never exits holding one. */
+void mpp_policy_leave(void)
+{
+	task_lock(current);
+	current->mempolicy = NULL;
+	task_unlock(current);
+}
+
+/* The nodes @pol places pages on when the caller faults them. */
+static void mpp_policy_nodes(const struct mpp_request *req,
+			     const struct mempolicy *pol, nodemask_t *nodes)
+{
+	nodes_clear(*nodes);
+	if (pol && (pol->mode == MPOL_PREFERRED ||
+		    mpp_mode_is_interleave(pol->mode))) {
+		*nodes = pol->nodes;
+	} else if (pol && (pol->mode == MPOL_BIND ||
+			   pol->mode == MPOL_PREFERRED_MANY)) {
+		if (pol->home_node != NUMA_NO_NODE)
+			node_set(pol->home_node, *nodes);
+		else
+			*nodes = pol->nodes;
+	}
+	/* Default and local: the node of the CPU the caller faults on */
+	if (nodes_empty(*nodes))
+		node_set(req->caller_node, *nodes);
+}
+
+static bool mpp_vma_is_shmem(struct vm_area_struct *vma)
+{
+	/* vma_is_shmem() is not exported; shmem_aops is */
+	return vma->vm_file && vma->vm_file->f_mapping->a_ops == &shmem_aops;
+}
+
+/*
+ * A shmem file's policy is per offset, in a tree of ranges. Look up the one
+ * at @addr without a reference (mpol_put() is not exported): under the
+ * tree's lock the policy is alive, and only its nodes are read. Lowers *end
+ * to where that policy, or the lack of one, ends.
+ */
+static void mpp_shmem_nodes(const struct mpp_request *req,
+			    struct vm_area_struct *vma, unsigned long addr,
+			    unsigned long *end, nodemask_t *nodes)
+{
+	struct shared_policy *sp = &SHMEM_I(file_inode(vma->vm_file))->policy;
+	pgoff_t pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
+	struct sp_node *hit = NULL, *above = NULL;
+	pgoff_t run_end = ULONG_MAX;
+	struct rb_node *n;
+
+	read_lock(&sp->lock);
+	for (n = sp->root.rb_node; n;) {
+		struct sp_node *p = rb_entry(n, struct sp_node, nd);
+
+		if (pgoff >= p->end) {
+			n = n->rb_right;
+		} else if (pgoff < p->start) {
+			above = p;
+			n = n->rb_left;
+		} else {
+			hit = p;
+			break;
+		}
+	}
+	if (hit) {
+		mpp_policy_nodes(req, hit->policy, nodes);
+		run_end = hit->end;
+	} else {
+		mpp_policy_nodes(req, req->task_pol, nodes);
+		if (above)
+			run_end = above->start;
+	}
+	read_unlock(&sp->lock);
+
+	if (run_end - pgoff < (*end - addr) >> PAGE_SHIFT)
+		*end = addr + ((run_end - pgoff) << PAGE_SHIFT);
+}
+
+/* Append [start, end) to the plan, merged with the run before if alike. */
+static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
+			   unsigned long start, unsigned long end,
+			   const nodemask_t *nodes, unsigned long page_size,
+			   bool caller_only)
+{
+	unsigned long chunk_size = max(MPP_CHUNK_SIZE, page_size);
+	struct mpp_segment *seg;
+
+	if (req->nr_segs) {
+		seg = &req->segs[req->nr_segs - 1];
+		if (seg->end == start && seg->chunk_size == chunk_size &&
+		    seg->caller_only == caller_only &&
+		    nodes_equal(seg->nodes, *nodes)) {
+			seg->end = end;
+			return 0;
+		}
+	}
+	if (req->nr_segs == *cap) {
+		unsigned int new_cap = *cap ? 2 * *cap : 8;
+		struct mpp_segment *segs;
+
+		segs = kvmalloc_array(new_cap, sizeof(*segs),
+				      GFP_KERNEL_ACCOUNT);
+		if (!segs)
+			return -ENOMEM;
+		if (req->nr_segs)
+			memcpy(segs, req->segs, req->nr_segs * sizeof(*segs));
+		kvfree(req->segs);
+		req->segs = segs;
+		*cap = new_cap;
+	}
+	seg = &req->segs[req->nr_segs++];
+	memset(seg, 0, sizeof(*seg));
+	seg->start = start;
+	seg->end = end;
+	seg->chunk_size = chunk_size;
+	seg->nodes = *nodes;
+	seg->caller_only = caller_only;
+	return 0;
+}
+
+/**
+ * mpp_plan() - cut the range into segments, each with its placement
+ * @req: the request, in the caller's context
+ *
+ * Walks the VMAs once. A hole or a mapping that cannot be populated ends the
+ * plan there, and the request is stopped at that address with madvise's
+ * errno for it: everything below is still populated.
+ *
+ * Return: 0, -EINTR or -ENOMEM.
+ */
+int mpp_plan(struct mpp_request *req)
+{
+	struct mm_struct *mm = req->mm;
+	unsigned long addr = req->start;
+	unsigned int cap = 0, i;
+	int ret = 0;
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	while (addr < req->end) {
+		struct vm_area_struct *vma = vma_lookup(mm, addr);
+		unsigned long end;
+		nodemask_t nodes;
+		int err;
+
+		if (!vma) {
+			mpp_stop(req, addr, -ENOMEM);
+			break;
+		}
+		err = mpp_check_vma(vma, req->flags);
+		if (err) {
+			mpp_stop(req, addr, err);
+			break;
+		}
+		end = min(req->end, vma->vm_end);
+		if (mpp_vma_is_shmem(vma))
+			mpp_shmem_nodes(req, vma, addr, &end, &nodes);
+		else
+			mpp_policy_nodes(req, vma->vm_policy ?: req->task_pol,
+					 &nodes);
+		ret = mpp_add_segment(req, &cap, addr, end, &nodes,
+				      vma_kernel_pagesize(vma),
+				      userfaultfd_armed(vma));
+		if (ret)
+			break;
+		addr = end;
+	}
+	mmap_read_unlock(mm);
+
+	for (i = 0; i < req->nr_segs; i++) {
+		struct mpp_segment *seg = &req->segs[i];
+
+		seg->first_chunk = req->nr_chunks;
+		seg->nr_chunks = (ALIGN(seg->end, seg->chunk_size) -
+				  ALIGN_DOWN(seg->start, seg->chunk_size)) /
+				 seg->chunk_size;
+		req->nr_chunks += seg->nr_chunks;
+	}
+	return ret;
+}

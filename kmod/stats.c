@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop: module-wide counters, in /sys/class/misc/memprepop/stats/.
+ */
+#include <linux/atomic.h>
+#include <linux/device.h>
+#include <linux/sysfs.h>
+
+#include "memprepop.h"
+
+static atomic64_t mpp_calls, mpp_failed, mpp_interrupted, mpp_bytes,
+		  mpp_nsecs, mpp_workers_started;
+
+void mpp_stats_account(const struct memprepop_populate *req, int ret)
+{
+	atomic64_inc(&mpp_calls);
+	if (ret == -EINTR)
+		atomic64_inc(&mpp_interrupted);
+	else if (ret)
+		atomic64_inc(&mpp_failed);
+	atomic64_add(req->populated, &mpp_bytes);
+	atomic64_add(req->nsecs, &mpp_nsecs);
+}
+
+void mpp_stats_workers(unsigned int nr)
+{
+	atomic64_add(nr, &mpp_workers_started);
+}
+
+#define MPP_STAT_ATTR(name, counter)					\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%lld\n", atomic64_read(&(counter)));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+MPP_STAT_ATTR(calls, mpp_calls);
+MPP_STAT_ATTR(failed, mpp_failed);
+MPP_STAT_ATTR(interrupted, mpp_interrupted);
+MPP_STAT_ATTR(bytes_populated, mpp_bytes);
+MPP_STAT_ATTR(nsecs, mpp_nsecs);
+MPP_STAT_ATTR(workers_started, mpp_workers_started);
+
+static struct attribute *mpp_stats_attrs[] = {
+	&dev_attr_calls.attr,
+	&dev_attr_failed.attr,
+	&dev_attr_interrupted.attr,
+	&dev_attr_bytes_populated.attr,
+	&dev_attr_nsecs.attr,
+	&dev_attr_workers_started.attr,
+	NULL,
+};
+
+static const struct attribute_group mpp_stats_group = {
+	.name = "stats",
+	.attrs = mpp_stats_attrs,
+};
+
+const struct attribute_group *memprepop_stats_groups[] = {
+	&mpp_stats_group,
+	NULL,
+};
