@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Every page lands on the node its memory policy selects, as if the caller
+ * had faulted it itself: VMA policies (mbind), task policies
+ * (set_mempolicy), the default policy; nothing is migrated afterwards; the
+ * workers follow the caller's CPU mask. Needs two NUMA nodes with CPUs.
+ */
+#define _GNU_SOURCE
+#include <numa.h>
+#include <numaif.h>
+#include <sched.h>
+
+#include "kselftest_harness.h"
+#include "memprepop_test.h"
+
+#ifndef MPOL_PREFERRED_MANY
+#define MPOL_PREFERRED_MANY	5
+#endif
+
+#define LEN	(64 * MiB)
+
+/* Node of every page of [p, p + len), from move_pages(2); -1 on failure */
+static int page_nodes(char *p, size_t len, int *nodes)
+{
+	size_t n = len / page_size(), i;
+	void **pages = malloc(n * sizeof(*pages));
+	int ret;
+
+	if (!pages)
+		return -1;
+	for (i = 0; i < n; i++)
+		pages[i] = p + i * page_size();
+	ret = move_pages(0, n, pages, NULL, nodes, 0);
+	free(pages);
+	return ret;
+}
+
+/* Pages of [p, p + len) on each of nodes 0 and 1; all must be present */
+static int count_nodes(char *p, size_t len, size_t counts[2])
+{
+	size_t n = len / page_size(), i;
+	int *nodes = malloc(n * sizeof(*nodes));
+
+	counts[0] = counts[1] = 0;
+	if (!nodes || page_nodes(p, len, nodes)) {
+		free(nodes);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (nodes[i] < 0 || nodes[i] > 1) {
+			free(nodes);
+			return -1;
+		}
+		counts[nodes[i]]++;
+	}
+	free(nodes);
+	return 0;
+}
+
+static long vmstat(const char *name)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char key[64];
+	long val, ret = -1;
+
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", key, &val) == 2)
+		if (!strcmp(key, name)) {
+			ret = val;
+			break;
+		}
+	fclose(f);
+	return ret;
+}
+
+static void pin_to_cpu(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+FIXTURE(place)
+{
+	int fd;
+	char *p;
+	long migrated;
+};
+
+FIXTURE_SETUP(place)
+{
+	if (numa_available() < 0 || numa_max_node() < 1 ||
+	    numa_num_configured_cpus() < 2)
+		SKIP(return, "needs two NUMA nodes and two CPUs");
+	self->fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	self->p = mmap(NULL, LEN, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->p);
+	/* Base pages, so that the interleave formula is per 4 KiB page */
+	ASSERT_EQ(0, madvise(self->p, LEN, MADV_NOHUGEPAGE));
+	self->migrated = vmstat("pgmigrate_success");
+}
+
+FIXTURE_TEARDOWN(place)
+{
+	if (_metadata->skip)
+		return;
+	/* Nothing was placed wrong and moved afterwards */
+	EXPECT_EQ(self->migrated, vmstat("pgmigrate_success"));
+	munmap(self->p, LEN);
+	close(self->fd);
+}
+
+#define RETURN_IF_SKIPPED() do { if (_metadata->skip) return; } while (0)
+
+static int mbind_nodes(void *p, size_t len, int mode, unsigned long mask)
+{
+	return mbind(p, len, mode, &mask, 8 * sizeof(mask), 0);
+}
+
+static int populate(int fd, void *p, size_t len, unsigned int max_workers,
+		    struct memprepop_populate *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->addr = (uintptr_t)p;
+	req->len = len;
+	req->max_workers = max_workers;
+	return ioctl(fd, MEMPREPOP_IOC_POPULATE, req) ? -errno : 0;
+}
+
+TEST_F(place, vma_bind_each_node)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN / 2, MPOL_BIND, 1 << 0));
+	ASSERT_EQ(0, mbind_nodes(self->p + LEN / 2, LEN / 2, MPOL_BIND, 1 << 1));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	EXPECT_EQ(LEN, req.populated);
+	EXPECT_EQ(2, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, LEN / 2, counts));
+	EXPECT_EQ(LEN / 2 / page_size(), counts[0]);
+	ASSERT_EQ(0, count_nodes(self->p + LEN / 2, LEN / 2, counts));
+	EXPECT_EQ(LEN / 2 / page_size(), counts[1]);
+}
+
+/* Bind over both nodes: spread over them by node-local workers */
+TEST_F(place, vma_bind_both_nodes_spreads)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_BIND, 3));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	EXPECT_EQ(2, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[0] + counts[1]);
+	EXPECT_LT(LEN / page_size() / 8, counts[0]);
+	EXPECT_LT(LEN / page_size() / 8, counts[1]);
+}
+
+TEST_F(place, vma_preferred)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(0);
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_PREFERRED, 1 << 1));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+}
+
+TEST_F(place, vma_preferred_many)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(0);
+	if (mbind_nodes(self->p, LEN, MPOL_PREFERRED_MANY, 1 << 1))
+		SKIP(return, "no MPOL_PREFERRED_MANY: %s", strerror(errno));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+}
+
+/* Interleave: the very node the kernel's formula gives for each offset */
+TEST_F(place, vma_interleave_per_page_formula)
+{
+	size_t n = LEN / page_size(), i, wrong = 0;
+	struct memprepop_populate req;
+	int *nodes;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_INTERLEAVE, 3));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	EXPECT_EQ(2, req.workers);
+	nodes = malloc(n * sizeof(*nodes));
+	ASSERT_NE(NULL, nodes);
+	ASSERT_EQ(0, page_nodes(self->p, LEN, nodes));
+	/* Anonymous VMAs: vm_pgoff is the page number of the address */
+	for (i = 0; i < n; i++)
+		if (nodes[i] != (int)((((uintptr_t)self->p) / page_size() + i) % 2))
+			wrong++;
+	EXPECT_EQ(0, wrong);
+	free(nodes);
+}
+
+/* MPOL_LOCAL on the VMA: local to the caller, whichever node it is on */
+TEST_F(place, vma_local_is_callers_node)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(1);
+	ASSERT_EQ(0, mbind(self->p, LEN, MPOL_LOCAL, NULL, 0, 0));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+}
+
+/* No policy at all: the caller's node, not the workers' */
+TEST_F(place, default_is_callers_node)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	for (int cpu = 0; cpu < 2; cpu++) {
+		char *q = map_anon(LEN);
+
+		ASSERT_NE(NULL, q);
+		pin_to_cpu(cpu);
+		ASSERT_EQ(0, populate(self->fd, q, LEN, 0, &req));
+		ASSERT_EQ(0, count_nodes(q, LEN, counts));
+		EXPECT_EQ(LEN / page_size(), counts[cpu]);
+		munmap(q, LEN);
+	}
+}
+
+/* The task policy of the caller, not of a kernel thread */
+TEST_F(place, task_bind)
+{
+	struct memprepop_populate req;
+	unsigned long mask = 1 << 1;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(0);
+	ASSERT_EQ(0, set_mempolicy(MPOL_BIND, &mask, 8 * sizeof(mask)));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, NULL, 0));
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+}
+
+TEST_F(place, task_preferred)
+{
+	struct memprepop_populate req;
+	unsigned long mask = 1 << 0;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(1);
+	ASSERT_EQ(0, set_mempolicy(MPOL_PREFERRED, &mask, 8 * sizeof(mask)));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, NULL, 0));
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[0]);
+}
+
+TEST_F(place, task_interleave)
+{
+	struct memprepop_populate req;
+	unsigned long mask = 3;
+	size_t counts[2], n = LEN / page_size();
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, set_mempolicy(MPOL_INTERLEAVE, &mask, 8 * sizeof(mask)));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, set_mempolicy(MPOL_DEFAULT, NULL, 0));
+	EXPECT_EQ(2, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(n, counts[0] + counts[1]);
+	/* Round robin per worker: within a few pages of half each */
+	EXPECT_GE(16, labs((long)counts[0] - (long)counts[1]));
+}
+
+/* Workers never run outside the caller's CPU mask */
+TEST_F(place, workers_follow_cpu_mask)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(0);
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_BIND, 3));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	/* Only node 0 has a CPU the caller may use: one worker, there */
+	EXPECT_EQ(1, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[0]);
+}
+
+/* A memory-only node (mbind to a node whose CPUs are not allowed) */
+TEST_F(place, node_without_allowed_cpus_is_served)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(0);
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_BIND, 1 << 1));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	EXPECT_EQ(1, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+}
+
+TEST_F(place, max_workers_caps)
+{
+	struct memprepop_populate req;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_INTERLEAVE, 3));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 1, &req));
+	EXPECT_EQ(1, req.workers);
+	EXPECT_EQ(LEN / page_size(), present_pages(self->p, LEN));
+}
+
+/* Too small to be worth a worker: done by the caller, still placed right */
+TEST_F(place, small_range_in_caller)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+
+	RETURN_IF_SKIPPED();
+	pin_to_cpu(0);
+	ASSERT_EQ(0, mbind_nodes(self->p, MiB, MPOL_BIND, 1 << 1));
+	ASSERT_EQ(0, populate(self->fd, self->p, MiB, 0, &req));
+	EXPECT_EQ(1, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, MiB, counts));
+	EXPECT_EQ(MiB / page_size(), counts[1]);
+}
+
+/* memfd (shmem) with a policy per half: the file's shared policy */
+TEST_F(place, shmem_shared_policy)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+	char *q;
+	int mfd;
+
+	RETURN_IF_SKIPPED();
+	mfd = memfd_create("place", MFD_CLOEXEC);
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, LEN));
+	q = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, q);
+	ASSERT_EQ(0, mbind_nodes(q, LEN / 2, MPOL_BIND, 1 << 1));
+	ASSERT_EQ(0, mbind_nodes(q + LEN / 2, LEN / 2, MPOL_BIND, 1 << 0));
+	ASSERT_EQ(0, populate(self->fd, q, LEN, 0, &req));
+	EXPECT_EQ(2, req.workers);
+	ASSERT_EQ(0, count_nodes(q, LEN / 2, counts));
+	EXPECT_EQ(LEN / 2 / page_size(), counts[1]);
+	ASSERT_EQ(0, count_nodes(q + LEN / 2, LEN / 2, counts));
+	EXPECT_EQ(LEN / 2 / page_size(), counts[0]);
+	munmap(q, LEN);
+	close(mfd);
+}
+
+TEST_HARNESS_MAIN
