@@ -88,6 +88,25 @@ static inline long smaps_field_kb(const void *addr, const char *field)
 	return val;
 }
 
+/* A field (in kB) of /proc/self/status, such as VmLck */
+static inline long status_field_kb(const char *field)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	size_t flen = strlen(field);
+	char line[256];
+	long val = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, field, flen) && line[flen] == ':') {
+			val = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
 /* A numeric field of /proc/meminfo (kB for sizes, a count for HugePages_*) */
 static inline long meminfo_field(const char *field)
 {
