@@ -33,7 +33,9 @@ TOOL		:= $(B)/bin/memprepop
 KO		:= kmod/memprepop.ko
 
 SELFTESTS	:= $(patsubst selftests/%.c,$(B)/selftests/memprepop/%,\
-		   $(wildcard selftests/*_test.c))
+		   $(wildcard selftests/*_test.c)) \
+		   $(patsubst selftests/%,$(B)/selftests/memprepop/%,\
+		   $(wildcard selftests/*_test.sh))
 LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
 		   $(wildcard user/tests/*_test.c))
 TEST_HELPERS	:= $(wildcard selftests/*.h)
@@ -117,6 +119,10 @@ $(B)/selftests/memprepop/%: selftests/%.c $(TEST_HELPERS) \
 			    $(KSFT)/kselftest_harness.h $(LIB_SO)
 	@mkdir -p $(@D)
 	$(CC) $(KSFT_CFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS_USER)
+
+$(B)/selftests/memprepop/%.sh: selftests/%.sh
+	@mkdir -p $(@D)
+	install -m 0755 $< $@
 
 $(B)/tests/%: user/tests/%.c $(TEST_HELPERS) $(KSFT)/kselftest_harness.h \
 	      $(LIB_A)

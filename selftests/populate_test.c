@@ -6,6 +6,8 @@
  */
 #define _GNU_SOURCE
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
@@ -323,6 +325,175 @@ TEST_F(dev, node_stats_count_every_page)
 	for (int i = 0; i < MEMPREPOP_STAT_NODES; i++)
 		sum += req.node_pages[i];
 	EXPECT_EQ(len / page_size(), sum);
+	munmap(p, len);
+}
+
+/* THP: populated in PMD steps, every 2 MiB a huge page */
+TEST_F(dev, thp_private_anon)
+{
+	size_t len = 32 * MiB;
+	struct memprepop_populate req;
+	char *raw, *p;
+
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK))
+		SKIP(return, "no THP");
+	raw = map_anon(len + HPAGE);
+	ASSERT_NE(NULL, raw);
+	p = (char *)(((uintptr_t)raw + HPAGE - 1) & ~(HPAGE - 1));
+	ASSERT_EQ(0, madvise(p, len, MADV_HUGEPAGE));
+	ASSERT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(len / KiB, smaps_field_kb(p, "AnonHugePages"));
+	munmap(raw, len + HPAGE);
+}
+
+/* A file on hugetlbfs, as a VMM maps guest RAM from it */
+TEST_F(dev, hugetlbfs_file)
+{
+	size_t len = 4 * HPAGE;
+	struct memprepop_populate req;
+	char path[64];
+	long free0;
+	char *p;
+	int fd;
+
+	free0 = meminfo_field("HugePages_Free");
+	if (free0 < 4 || access("/dev/hugepages", W_OK))
+		SKIP(return, "needs hugetlbfs on /dev/hugepages, 4 free pages");
+	snprintf(path, sizeof(path), "/dev/hugepages/mpp-%d", getpid());
+	fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	ASSERT_LE(0, fd);
+	unlink(path);
+	ASSERT_EQ(0, ftruncate(fd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(free0 - 4, meminfo_field("HugePages_Free"));
+	munmap(p, len);
+	close(fd);
+}
+
+/* A shared tmpfs file: its pages are allocated in the file */
+TEST_F(dev, tmpfs_file_shared)
+{
+	size_t len = 16 * MiB;
+	struct memprepop_populate req;
+	struct stat st;
+	char path[64];
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/mpp-%d", getpid());
+	fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	ASSERT_LE(0, fd);
+	unlink(path);
+	ASSERT_EQ(0, ftruncate(fd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_EQ(len, (size_t)st.st_blocks * 512);
+	munmap(p, len);
+	close(fd);
+}
+
+#define HUGE_1G_FREE \
+	"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+TEST_F(dev, hugetlb_memfd_1g)
+{
+	size_t len = 1024 * MiB;
+	struct memprepop_populate req;
+	long free0 = read_long(HUGE_1G_FREE);
+	char *p;
+	int mfd;
+
+	if (free0 < 1)
+		SKIP(return, "no free 1 GiB hugetlb page");
+	mfd = memfd_create("mpp-1g", MFD_CLOEXEC | MFD_HUGETLB | (30 << 26));
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(len, req.populated);
+	EXPECT_EQ(free0 - 1, read_long(HUGE_1G_FREE));
+	munmap(p, len);
+	close(mfd);
+}
+
+/* VM_IO | VM_PFNMAP (/dev/mem): the errno madvise gives */
+TEST_F(dev, pfnmap_like_madvise)
+{
+	struct memprepop_populate req;
+	int mem = open("/dev/mem", O_RDWR | O_CLOEXEC);
+	char *p;
+
+	if (mem < 0)
+		SKIP(return, "no /dev/mem");
+	p = mmap(NULL, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED, mem,
+		 0);
+	if (p == MAP_FAILED)
+		SKIP(return, "cannot map /dev/mem: %s", strerror(errno));
+	EXPECT_EQ(-EINVAL, madvise_populate_write(p, page_size()));
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, page_size(), 0, &req));
+	EXPECT_EQ(0, req.populated);
+	munmap(p, page_size());
+	close(mem);
+}
+
+#ifndef __NR_memfd_secret
+#define __NR_memfd_secret 447
+#endif
+
+TEST_F(dev, secretmem_like_madvise)
+{
+	size_t len = 4 * page_size();
+	struct memprepop_populate req;
+	int sfd = syscall(__NR_memfd_secret, 0);
+	char *p;
+
+	if (sfd < 0)
+		SKIP(return, "no memfd_secret: %s", strerror(errno));
+	ASSERT_EQ(0, ftruncate(sfd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, sfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(-EINVAL, madvise_populate_write(p, len));
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, 0, &req));
+	EXPECT_EQ(0, req.populated);
+	munmap(p, len);
+	close(sfd);
+}
+
+/* F_LOCK stops exactly where the mlocked part of the range ends */
+TEST_F(dev, lock_stops_at_unlocked_part)
+{
+	size_t len = 32 * MiB;
+	struct memprepop_populate req;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, mlock2(p, len / 2, MLOCK_ONFAULT));
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK,
+					&req));
+	EXPECT_EQ(len / 2, req.populated);
+	EXPECT_EQ(len / 2 / KiB, smaps_field_kb(p, "Locked"));
+	EXPECT_EQ(len / 2 / page_size(), present_pages(p, len));
 	munmap(p, len);
 }
 
