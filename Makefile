@@ -43,7 +43,7 @@ TEST_HELPERS	:= $(wildcard selftests/*.h)
 PREFIX		?= /usr/local
 
 .PHONY: all deps module lib tool selftests clean check check-host \
-	check-vm check-kernel vm demo checkpatch
+	check-vm check-kernel check-compat vm demo checkpatch
 
 all: deps module lib tool selftests
 
@@ -152,6 +152,7 @@ check-vm: $(VM_INITRD)
 check: all
 	@set -o pipefail; ( rc=0; \
 	  $(MAKE) -s --no-print-directory check-kernel || rc=1; \
+	  $(MAKE) -s --no-print-directory check-compat || rc=1; \
 	  $(MAKE) -s --no-print-directory check-host || rc=1; \
 	  $(MAKE) -s --no-print-directory check-vm || rc=1; exit $$rc ) 2>&1 | \
 	  tee $(B)/check.log | selftests/ktap-summary
@@ -170,6 +171,22 @@ CHECKPATCH_TRACE := --ignore OPEN_ENDED_LINE,PARENTHESIS_ALIGNMENT
 CHECKPATCH_ALL	:= $(CHECKPATCH) $(KERNEL_SRCS) && \
 		   $(CHECKPATCH) $(CHECKPATCH_COMPAT) kmod/compat.h && \
 		   $(CHECKPATCH) $(CHECKPATCH_TRACE) kmod/trace.h
+
+# Other kernels the module must build for (compat.h): every other installed
+# Debian header tree, W=1 and sparse clean
+COMPAT_KDIRS	= $(filter-out $(realpath $(KDIR)),\
+		  $(wildcard /usr/src/linux-headers-*-amd64))
+
+check-compat: | deps
+	@for kdir in $(COMPAT_KDIRS); do \
+	  v=$${kdir#/usr/src/linux-headers-}; d=$(B)/compat/$$v; \
+	  rm -rf $$d; mkdir -p $$d; cp -r Kbuild kmod uapi $$d/; \
+	  if $(MAKE) -C $$kdir M=$(CURDIR)/$$d W=1 C=2 modules \
+	       > $$d/build.log 2>&1 && ! grep -qE 'warning:|error:' $$d/build.log; \
+	  then echo "ok kernel: builds for $$v (W=1 C=2)"; \
+	  else grep -E 'warning:|error:' $$d/build.log; \
+	       echo "not ok kernel: builds for $$v (W=1 C=2)"; fi; \
+	done
 
 checkpatch: $(KSFT)/kselftest_harness.h
 	$(CHECKPATCH_ALL)

@@ -107,8 +107,8 @@ static void mpp_policy_nodes(const struct mpp_request *req,
 
 static bool mpp_vma_is_shmem(struct vm_area_struct *vma)
 {
-	/* vma_is_shmem() is not exported; shmem_aops is */
-	return vma->vm_file && vma->vm_file->f_mapping->a_ops == &shmem_aops;
+	/* vma_is_shmem() is not exported; shmem_mapping() is, or inline */
+	return vma->vm_file && shmem_mapping(vma->vm_file->f_mapping);
 }
 
 /*
