@@ -9,12 +9,12 @@
 
 #include <linux/completion.h>
 #include <linux/kref.h>
+#include <linux/mempolicy.h>
 #include <linux/memprepop.h>
 #include <linux/nodemask.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 
-struct mempolicy;
 struct mm_struct;
 struct task_struct;
 struct vm_area_struct;
@@ -60,6 +60,7 @@ struct mpp_segment {
  * @req: the request
  * @task: the thread, until it is woken
  * @node: the node it runs on
+ * @pol: its own copy of the request's @task_pol, its task policy
  * @next_seg: first segment that may still have work for it
  * @node_pages: pages it found per node (with %MEMPREPOP_F_NODE_STATS)
  */
@@ -67,6 +68,7 @@ struct mpp_worker {
 	struct mpp_request *req;
 	struct task_struct *task;
 	int node;
+	struct mempolicy *pol;
 	unsigned int next_seg;
 	u64 node_pages[MEMPREPOP_STAT_NODES];
 };
@@ -80,10 +82,9 @@ struct mpp_worker {
  * @end: end of the range
  * @caller_node: the node the caller ran on when it called
  * @task_pol: the memory policy workers fault with where a range has no VMA
- *	policy: the caller's task policy (borrowed: the caller waits in the
- *	ioctl until every worker has dropped it), or @local_pol
- * @local_pol: the caller's local allocation, as a preferred-node policy that
- *	does not depend on where the faulting thread runs
+ *	policy: a copy of the caller's task policy, or, when it has none or a
+ *	local one, a preferred-node policy for the caller's node, which does
+ *	not depend on where the faulting thread runs
  * @segs: the plan, in address order
  * @nr_segs: segments in @segs
  * @nr_chunks: chunks in all segments
@@ -107,8 +108,7 @@ struct mpp_request {
 	unsigned long start;
 	unsigned long end;
 	int caller_node;
-	struct mempolicy *task_pol;
-	struct mempolicy *local_pol;
+	struct mempolicy task_pol;
 
 	struct mpp_segment *segs;
 	unsigned int nr_segs;
@@ -156,9 +156,8 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 
 /* policy.c */
 int mpp_plan(struct mpp_request *req);
-int mpp_policy_init(struct mpp_request *req);
-void mpp_policy_free(struct mpp_request *req);
-void mpp_policy_enter(struct mpp_request *req);
+void mpp_policy_init(struct mpp_request *req);
+void mpp_policy_enter(struct mempolicy *pol);
 void mpp_policy_leave(void);
 
 /* workers.c */

@@ -8,9 +8,9 @@
  * A page fault takes the VMA's policy (for shmem, the file's shared policy
  * at that offset), else the faulting task's policy, else the faulting CPU's
  * node. Workers are kernel threads on other CPUs, so for ranges without a VMA
- * policy they fault with the caller's task policy installed as their own;
- * when the caller has none, with a preferred-node policy for the caller's
- * node, which is what the caller's default policy amounts to.
+ * policy they fault with a copy of the caller's task policy installed as
+ * their own; when the caller has none, with a preferred-node policy for the
+ * caller's node, which is what the caller's default policy amounts to.
  */
 #include <linux/cpuset.h>
 #include <linux/hugetlb.h>
@@ -19,7 +19,6 @@
 #include <linux/rbtree.h>
 #include <linux/sched/task.h>
 #include <linux/shmem_fs.h>
-#include <linux/slab.h>
 #include <linux/userfaultfd_k.h>
 
 #include "compat.h"
@@ -28,56 +27,47 @@
 /**
  * mpp_policy_init() - record the caller's placement context
  * @req: the request, in the caller's context
- *
- * Return: 0 or -ENOMEM.
  */
-int mpp_policy_init(struct mpp_request *req)
+void mpp_policy_init(struct mpp_request *req)
 {
-	struct mempolicy *pol = current->mempolicy;
-	struct mempolicy *local;
+	struct mempolicy *pol = &req->task_pol;
 
 	req->caller_node = numa_node_id();
-	if (pol && pol->mode != MPOL_LOCAL) {
-		req->task_pol = pol;
-		return 0;
+	/* Under task_lock: a cpuset change rebinds the policy in place */
+	task_lock(current);
+	if (current->mempolicy && current->mempolicy->mode != MPOL_LOCAL) {
+		*pol = *current->mempolicy;
+	} else {
+		pol->mode = MPOL_PREFERRED;
+		pol->flags = 0;
+		pol->home_node = NUMA_NO_NODE;
+		nodes_clear(pol->nodes);
+		node_set(numa_mem_id(), pol->nodes);
+		/* As mpol_new() sets it, for a rebind while it is installed */
+		pol->w.cpuset_mems_allowed = cpuset_current_mems_allowed;
 	}
-
-	local = kzalloc(sizeof(*local), GFP_KERNEL_ACCOUNT);
-	if (!local)
-		return -ENOMEM;
-	atomic_set(&local->refcnt, 1);
-	local->mode = MPOL_PREFERRED;
-	local->home_node = NUMA_NO_NODE;
-	node_set(numa_mem_id(), local->nodes);
-	/* As mpol_new() sets it, for a cpuset rebind while it is installed */
-	local->w.cpuset_mems_allowed = cpuset_current_mems_allowed;
-	req->local_pol = local;
-	req->task_pol = local;
-	return 0;
-}
-
-void mpp_policy_free(struct mpp_request *req)
-{
-	kfree(req->local_pol);
+	task_unlock(current);
+	atomic_set(&pol->refcnt, 1);
 }
 
 /**
  * mpp_policy_enter() - fault with the caller's task policy from now on
- * @req: the request
+ * @pol: the worker's own copy of it
  *
  * Called by a worker before it faults anything, after it was attached to the
- * caller's cgroups (a cpuset attach rebinds the policy it finds). The policy
- * is borrowed, not referenced: the caller cannot change or free its own task
- * policy while it waits in the ioctl for every worker to leave it.
+ * caller's cgroups. Each worker has its own copy, so that a cpuset change
+ * rebinds each copy once, under its own task's lock; the kernel never puts
+ * a task's policy but at exit or set_mempolicy(), which a worker does not
+ * reach with it installed.
  */
-void mpp_policy_enter(struct mpp_request *req)
+void mpp_policy_enter(struct mempolicy *pol)
 {
 	task_lock(current);
-	current->mempolicy = req->task_pol;
+	current->mempolicy = pol;
 	task_unlock(current);
 }
 
-/* Drop the borrowed policy: a worker never exits holding one. */
+/* Drop the copy: a worker never exits with it installed. */
 void mpp_policy_leave(void)
 {
 	task_lock(current);
@@ -145,7 +135,7 @@ static void mpp_shmem_nodes(const struct mpp_request *req,
 		mpp_policy_nodes(req, hit->policy, nodes);
 		run_end = hit->end;
 	} else {
-		mpp_policy_nodes(req, req->task_pol, nodes);
+		mpp_policy_nodes(req, &req->task_pol, nodes);
 		if (above)
 			run_end = above->start;
 	}
@@ -235,7 +225,7 @@ int mpp_plan(struct mpp_request *req)
 		if (mpp_vma_is_shmem(vma))
 			mpp_shmem_nodes(req, vma, addr, &end, &nodes);
 		else
-			mpp_policy_nodes(req, vma->vm_policy ?: req->task_pol,
+			mpp_policy_nodes(req, vma->vm_policy ?: &req->task_pol,
 					 &nodes);
 		ret = mpp_add_segment(req, &cap, addr, end, &nodes,
 				      vma_kernel_pagesize(vma),

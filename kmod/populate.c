@@ -39,7 +39,6 @@ static void mpp_request_release(struct kref *ref)
 {
 	struct mpp_request *req = container_of(ref, struct mpp_request, ref);
 
-	mpp_policy_free(req);
 	kfree(req->partial);
 	kvfree(req->workers);
 	bitmap_free(req->chunk_done);
@@ -223,9 +222,7 @@ static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
 	unsigned int i;
 	int ret;
 
-	ret = mpp_policy_init(req);
-	if (ret)
-		return ret;
+	mpp_policy_init(req);
 	ret = mpp_plan(req);
 	if (ret)
 		return ret;

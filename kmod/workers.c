@@ -27,7 +27,7 @@ static int mpp_worker_fn(void *data)
 	struct mpp_request *req = w->req;
 	struct mpp_chunk chunk;
 
-	mpp_policy_enter(req);
+	mpp_policy_enter(w->pol);
 	while (mpp_claim(req, w->node, &w->next_seg, &chunk)) {
 		unsigned long reached;
 		int ret;
@@ -37,6 +37,7 @@ static int mpp_worker_fn(void *data)
 		mpp_chunk_finish(req, &chunk, reached, ret);
 	}
 	mpp_policy_leave();
+	kfree(w->pol);
 
 	if (atomic_dec_and_test(&req->active))
 		complete(&req->done);
@@ -150,8 +151,10 @@ static void mpp_workers_abort(struct mpp_request *req, unsigned int created)
 	unsigned int i;
 
 	/* Never woken: kthread_stop() makes them exit without running */
-	for (i = 0; i < created; i++)
+	for (i = 0; i < created; i++) {
 		kthread_stop(req->workers[i].task);
+		kfree(req->workers[i].pol);
+	}
 }
 
 static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
@@ -162,10 +165,15 @@ static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 
 	w->req = req;
 	w->node = nid;
+	w->pol = kmemdup(&req->task_pol, sizeof(*w->pol), GFP_KERNEL_ACCOUNT);
+	if (!w->pol)
+		return -ENOMEM;
 	task = kthread_create_on_node(mpp_worker_fn, w, nid,
 				      "memprepop/%d:%u", nid, index);
-	if (IS_ERR(task))
-		return PTR_ERR(task);
+	if (IS_ERR(task)) {
+		ret = PTR_ERR(task);
+		goto out_free_pol;
+	}
 	w->task = task;
 
 	/* Attach first: a cpuset attach resets the CPU mask */
@@ -174,11 +182,16 @@ static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 		cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(nid));
 		ret = set_cpus_allowed_ptr(task, cpus);
 	}
-	if (ret) {
-		kthread_stop(task);
-		return ret;
-	}
+	if (ret)
+		goto out_stop;
 	return 0;
+
+out_stop:
+	kthread_stop(task);
+out_free_pol:
+	kfree(w->pol);
+	w->pol = NULL;
+	return ret;
 }
 
 /**
