@@ -148,6 +148,9 @@ check-host: all
 check-vm: $(VM_INITRD)
 	@testvm/run --initrd $(VM_INITRD) --kver $(KVER) \
 		--run '/selftests/run_kselftest.sh'
+	@testvm/run --initrd $(VM_INITRD) --kver $(KVER) --node-mem 1024 \
+		--mem-only-node 1024 \
+		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test'
 
 check: all
 	@set -o pipefail; ( rc=0; \
