@@ -157,6 +157,17 @@ static void mpp_workers_abort(struct mpp_request *req, unsigned int created)
 	}
 }
 
+/* Already in all of the caller's cgroups (both in the root ones, say)? */
+static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
+{
+	bool same;
+
+	rcu_read_lock();
+	same = task_css_set(a) == task_css_set(b);
+	rcu_read_unlock();
+	return same;
+}
+
 static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 			     int nid, unsigned int index, struct cpumask *cpus)
 {
@@ -177,7 +188,9 @@ static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 	w->task = task;
 
 	/* Attach first: a cpuset attach resets the CPU mask */
-	ret = cgroup_attach_task_all(current, task);
+	ret = 0;
+	if (!mpp_same_cgroups(current, task))
+		ret = cgroup_attach_task_all(current, task);
 	if (!ret) {
 		cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(nid));
 		ret = set_cpus_allowed_ptr(task, cpus);
