@@ -60,12 +60,12 @@ $(KO): module
 $(B)/obj/static/%.o: user/lib/%.c user/lib/internal.h user/include/memprepop.h \
 		     uapi/linux/memprepop.h Makefile | deps
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CFLAGS) $(WARN) -c -o $@ $<
+	$(CC) $(CPPFLAGS_USER) -D_GNU_SOURCE $(CFLAGS) $(WARN) -c -o $@ $<
 
 $(B)/obj/shared/%.o: user/lib/%.c user/lib/internal.h user/include/memprepop.h \
 		     uapi/linux/memprepop.h Makefile | deps
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CFLAGS) $(WARN) -fPIC \
+	$(CC) $(CPPFLAGS_USER) -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC \
 		-c -o $@ $<
 
 $(LIB_A): $(LIB_STATIC_OBJS)

@@ -30,6 +30,32 @@ enum memprepop_backend {
 
 /* memprepop_opts.lib_flags */
 #define MEMPREPOP_OPT_FALLBACK	(1u << 0)	/* never use the module */
+/*
+ * Where the kernel has neither the module nor MADV_POPULATE_WRITE (before
+ * Linux 5.14), touch every page instead of failing with -EOPNOTSUPP. Each
+ * page is written with an atomic add of zero, so its contents are kept;
+ * SIGBUS and SIGSEGV are caught for the duration of the call (the process's
+ * handlers for them are replaced meanwhile and restored after, and such
+ * calls are serialised) and reported as -EFAULT.
+ */
+#define MEMPREPOP_OPT_TOUCH	(1u << 1)
+/* Touch pages even where MADV_POPULATE_WRITE exists (for testing). */
+#define MEMPREPOP_OPT_TOUCH_ALWAYS	(1u << 2)
+
+/**
+ * typedef memprepop_progress_fn - called while a populate call runs
+ * @done: bytes populated so far
+ * @total: bytes to populate
+ * @arg: memprepop_opts.progress_arg
+ *
+ * Called from the calling thread, at most about every 100 ms, and once at
+ * the end (whose return value is ignored).
+ *
+ * Return: 0 to go on, anything else to cancel: the call then stops within
+ * a chunk, and fails with -ECANCELED and an exact populated.
+ */
+typedef int (*memprepop_progress_fn)(uint64_t done, uint64_t total,
+				     void *arg);
 
 /**
  * struct memprepop_opts - how to populate; NULL means all zero
@@ -39,13 +65,17 @@ enum memprepop_backend {
  * @max_threads: most threads (fallback) or kernel workers (module) to use;
  *	0 chooses from the allowed CPUs and the size
  * @lib_flags: MEMPREPOP_OPT_* flags
+ * @progress: called with the progress, may cancel; NULL for none
+ * @progress_arg: passed to @progress
  * @reserved: must be zero
  */
 struct memprepop_opts {
 	uint64_t flags;
 	uint32_t max_threads;
 	uint32_t lib_flags;
-	uint64_t reserved[6];
+	memprepop_progress_fn progress;
+	void *progress_arg;
+	uint64_t reserved[4];
 };
 
 /**
@@ -73,11 +103,15 @@ struct memprepop_result {
  * @opts: options, or NULL
  * @res: filled on success and on failure, or NULL
  *
+ * Thread-safe; may be called from several threads at once, and after fork().
+ *
  * Return: 0, or -errno: the errno madvise(MADV_POPULATE_WRITE) gives for the
  * same range (-EINVAL, -ENOMEM, -EFAULT, -EHWPOISON, -EINTR), the errno of
  * mlock2() for MEMPREPOP_F_LOCK (-EAGAIN, -ENOMEM, -EPERM), -EINVAL for bad
- * options, -EOPNOTSUPP when the kernel has neither the module nor
- * MADV_POPULATE_WRITE.
+ * options, -ECANCELED when @opts->progress cancelled, -EOPNOTSUPP when the
+ * kernel has neither the module nor MADV_POPULATE_WRITE (and
+ * MEMPREPOP_OPT_TOUCH is not set), -EAGAIN when a thread could not be
+ * created.
  */
 int memprepop_populate(void *addr, size_t len,
 		       const struct memprepop_opts *opts,

@@ -4,19 +4,15 @@
  *
  * What QEMU's preallocation does, done right: every thread is created before
  * any populating starts (creating a thread maps its stack, which takes
- * mmap_lock for write and would stall the others), each thread runs on the
- * allowed CPUs of the node its pages belong to so that they are zeroed
- * node-locally, chunks are handed out dynamically, and the first failure
- * stops everyone with an exact count of what was populated.
+ * mmap_lock for write and would stall the others); each runs on the caller's
+ * allowed CPUs of the node its chunks' pages go to (plan.c), so that they
+ * are zeroed node-locally; chunks are handed out dynamically; and the lowest
+ * failure stops what lies above it only, so that the call ends where
+ * madvise(MADV_POPULATE_WRITE) over the whole range would, with its errno and
+ * an exact count of what was populated.
  */
-#define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
-#include <numa.h>
-#include <numaif.h>
 #include <pthread.h>
-#include <sched.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,49 +20,42 @@
 
 #include "internal.h"
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE	23
-#endif
-/* MPOL_F_STATIC_NODES, MPOL_F_RELATIVE_NODES, MPOL_F_NUMA_BALANCING */
-#define MPP_MPOL_MODE_FLAGS	(0x7 << 13)
-#ifndef MPOL_PREFERRED_MANY
-#define MPOL_PREFERRED_MANY	5
-#endif
-
-/* The unit handed out to threads: small enough to balance, large to batch. */
-#define MPP_CHUNK		(32UL << 20)
-/* No thread is started for less than this much memory. */
-#define MPP_MIN_PER_THREAD	(64UL << 20)
-
 struct mpp_job {
-	char *base;
-	size_t len;
-	size_t nchunks;
+	struct mpp_plan plan;
 	uint64_t flags;
 	long page_size;
+	bool touch;
 
-	/* Start line: no thread populates before all of them exist. */
 	pthread_mutex_t lock;
-	pthread_cond_t go_cond;
-	bool go;
+	pthread_cond_t cond;
+	bool go;		/* under lock: all threads exist, start */
+	unsigned int running;	/* under lock: threads not finished yet */
 
-	/* Atomics: next chunk to hand out, and the stop signal. */
-	size_t next;
-	int stop;
+	/* Atomics */
+	unsigned char *claimed;	/* per chunk: taken by a thread */
+	unsigned char *done;	/* per chunk: populated completely */
+	uint64_t bytes_done;	/* for the progress callback */
+	int cancelled;
 
-	/* Under lock: the lowest failure, as an offset and its -errno. */
-	size_t fail_at;
+	/* Under lock: nothing at or above stop_at is to be populated */
+	size_t stop_at;
 	int err;
 
 	uint64_t node_pages[MEMPREPOP_MAX_NODES];
 };
 
-/* Largest prefix of [p, p + len) that MADV_POPULATE_WRITE accepts. */
+struct mpp_thread {
+	struct mpp_job *job;
+	int node;
+	pthread_t tid;
+};
+
+/* Largest prefix of [p, p + len) that MADV_POPULATE_WRITE accepts */
 static size_t mpp_good_prefix(char *p, size_t len, long page_size)
 {
 	size_t lo = 0, hi = len / page_size;
 
-	/* The whole range is known to fail; pages [0, lo) known to work. */
+	/* The whole range is known to fail; pages [0, lo) known to work */
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -78,9 +67,24 @@ static size_t mpp_good_prefix(char *p, size_t len, long page_size)
 	return lo * page_size;
 }
 
+/* Populates [p, p + len): 0, or -errno with *good the populated prefix */
+static int mpp_populate_chunk(struct mpp_job *job, char *p, size_t len,
+			      size_t *good)
+{
+	int err;
+
+	if (job->touch)
+		return mpp_touch_range(p, len, good);
+	if (!madvise(p, len, MADV_POPULATE_WRITE))
+		return 0;
+	err = -errno;
+	*good = mpp_good_prefix(p, len, job->page_size);
+	return err;
+}
+
 static void mpp_count_nodes(struct mpp_job *job, char *p, size_t len)
 {
-	uint64_t counts[MEMPREPOP_MAX_NODES] = { 0 };
+	uint64_t counts[MEMPREPOP_MAX_NODES];
 	int i;
 
 	if (memprepop_node_pages(p, len, counts, MEMPREPOP_MAX_NODES))
@@ -91,159 +95,166 @@ static void mpp_count_nodes(struct mpp_job *job, char *p, size_t len)
 					   __ATOMIC_RELAXED);
 }
 
-static void mpp_fail(struct mpp_job *job, size_t at, int err)
+static void mpp_stop(struct mpp_job *job, size_t at, int err)
 {
 	pthread_mutex_lock(&job->lock);
-	if (at < job->fail_at) {
-		job->fail_at = at;
+	if (at < job->stop_at) {
+		__atomic_store_n(&job->stop_at, at, __ATOMIC_RELEASE);
 		job->err = err;
 	}
 	pthread_mutex_unlock(&job->lock);
-	__atomic_store_n(&job->stop, 1, __ATOMIC_RELEASE);
 }
 
-static void *mpp_worker(void *arg)
+/* The thread's share: chunks its node serves, in address order */
+static void mpp_work(struct mpp_job *job, int node,
+		     struct mpp_progress *progress)
 {
-	struct mpp_job *job = arg;
+	const struct mpp_plan *plan = &job->plan;
+	size_t i;
+
+	for (i = 0; i < plan->nchunks; i++) {
+		size_t start = mpp_chunk_start(plan, i), end, good;
+		int err;
+
+		if (__atomic_load_n(&job->cancelled, __ATOMIC_ACQUIRE) ||
+		    start >= __atomic_load_n(&job->stop_at, __ATOMIC_ACQUIRE))
+			return;
+		if (node >= 0 && !(plan->served[i] & (1ull << node)))
+			continue;
+		if (__atomic_exchange_n(&job->claimed[i], 1, __ATOMIC_ACQ_REL))
+			continue;
+
+		end = mpp_chunk_end(plan, i);
+		err = mpp_populate_chunk(job, plan->base + start, end - start,
+					 &good);
+		if (err) {
+			mpp_stop(job, start + good, err);
+			continue;
+		}
+		__atomic_store_n(&job->done[i], 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&job->bytes_done, end - start,
+				   __ATOMIC_RELAXED);
+		if (job->flags & MEMPREPOP_F_NODE_STATS)
+			mpp_count_nodes(job, plan->base + start, end - start);
+		/* Working in the caller's own thread: it reports itself */
+		if (progress && mpp_progress_report(progress,
+				__atomic_load_n(&job->bytes_done,
+						__ATOMIC_RELAXED)))
+			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELEASE);
+	}
+}
+
+static void *mpp_thread_fn(void *arg)
+{
+	struct mpp_thread *t = arg;
+	struct mpp_job *job = t->job;
 
 	pthread_mutex_lock(&job->lock);
 	while (!job->go)
-		pthread_cond_wait(&job->go_cond, &job->lock);
+		pthread_cond_wait(&job->cond, &job->lock);
 	pthread_mutex_unlock(&job->lock);
 
-	while (!__atomic_load_n(&job->stop, __ATOMIC_ACQUIRE)) {
-		size_t idx = __atomic_fetch_add(&job->next, 1,
-						__ATOMIC_RELAXED);
-		size_t off = idx * MPP_CHUNK;
-		size_t clen;
-		char *p;
+	mpp_work(job, t->node, NULL);
 
-		if (idx >= job->nchunks)
-			break;
-		p = job->base + off;
-		clen = job->len - off < MPP_CHUNK ? job->len - off : MPP_CHUNK;
-		if (madvise(p, clen, MADV_POPULATE_WRITE)) {
-			int err = -errno;
-
-			mpp_fail(job, off + mpp_good_prefix(p, clen,
-							    job->page_size),
-				 err);
-			break;
-		}
-		if (job->flags & MEMPREPOP_F_NODE_STATS)
-			mpp_count_nodes(job, p, clen);
-	}
+	pthread_mutex_lock(&job->lock);
+	job->running--;
+	pthread_cond_broadcast(&job->cond);
+	pthread_mutex_unlock(&job->lock);
 	return NULL;
 }
 
-/*
- * The nodes the range's pages will be placed on: those of its VMA policy, or
- * else of the calling thread's task policy (which the workers inherit), or
- * else the caller's own node. Returns the number of nodes written to @nodes.
- */
-static int mpp_target_nodes(void *addr, int *nodes, int max)
-{
-	struct bitmask *mask = numa_allocate_nodemask();
-	int mode = MPOL_DEFAULT;
-	int n = 0, node;
-
-	if (!mask)
-		return 0;
-	if (get_mempolicy(&mode, mask->maskp, mask->size + 1, addr,
-			  MPOL_F_ADDR) || mode == MPOL_DEFAULT)
-		if (get_mempolicy(&mode, mask->maskp, mask->size + 1, NULL, 0))
-			mode = MPOL_DEFAULT;
-	mode &= ~MPP_MPOL_MODE_FLAGS;
-
-	if (mode == MPOL_BIND || mode == MPOL_INTERLEAVE ||
-	    mode == MPOL_PREFERRED_MANY || mode == MPOL_PREFERRED) {
-		for (node = 0; node <= numa_max_node() && n < max; node++)
-			if (numa_bitmask_isbitset(mask, node))
-				nodes[n++] = node;
-	}
-	if (!n) {
-		/* Default and local policy: where the caller runs */
-		node = numa_node_of_cpu(sched_getcpu());
-		nodes[n++] = node < 0 ? 0 : node;
-	}
-	numa_bitmask_free(mask);
-	return n;
-}
-
-/* The caller's allowed CPUs on node @nd, in @out; false if there are none. */
-static bool mpp_allowed_cpus_of(int nd, struct bitmask *cpus,
-				const cpu_set_t *allowed, cpu_set_t *out)
-{
-	int cpu;
-
-	CPU_ZERO(out);
-	if (numa_node_to_cpus(nd, cpus))
-		return false;
-	for (cpu = 0; cpu < (int)cpus->size && cpu < CPU_SETSIZE; cpu++)
-		if (numa_bitmask_isbitset(cpus, cpu) && CPU_ISSET(cpu, allowed))
-			CPU_SET(cpu, out);
-	return CPU_COUNT(out) > 0;
-}
-
-/*
- * The caller's allowed CPUs on @node, or on the nearest node that has any
- * (a node may have memory but no CPUs). False when there is none at all.
- */
-static bool mpp_node_cpus(int node, const cpu_set_t *allowed, cpu_set_t *out)
-{
-	struct bitmask *cpus = numa_allocate_cpumask();
-	int best_dist = INT_MAX, nd;
-	cpu_set_t candidate;
-	bool found = false;
-
-	if (!cpus)
-		return false;
-	for (nd = 0; nd <= numa_max_node(); nd++) {
-		int dist = nd == node ? 0 : numa_distance(node, nd);
-
-		if (dist >= best_dist ||
-		    !mpp_allowed_cpus_of(nd, cpus, allowed, &candidate))
-			continue;
-		*out = candidate;
-		best_dist = dist;
-		found = true;
-	}
-	numa_bitmask_free(cpus);
-	return found;
-}
-
-static int mpp_start_worker(struct mpp_job *job, pthread_t *tid, int node,
-			    const cpu_set_t *allowed, bool numa)
+static int mpp_start_thread(struct mpp_job *job, struct mpp_thread *t,
+			    unsigned int index)
 {
 	pthread_attr_t attr;
-	cpu_set_t cpus;
 	int ret;
 
+	t->job = job;
+	t->node = job->plan.thread_node[index];
 	ret = pthread_attr_init(&attr);
 	if (ret)
 		return -ret;
 	/* The thread starts on its node's CPUs: nothing to migrate later */
-	if (numa && mpp_node_cpus(node, allowed, &cpus))
-		pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
-	ret = pthread_create(tid, &attr, mpp_worker, job);
+	pthread_attr_setaffinity_np(&attr, sizeof(cpu_set_t),
+				    &job->plan.thread_cpus[index]);
+	ret = pthread_create(&t->tid, &attr, mpp_thread_fn, t);
 	pthread_attr_destroy(&attr);
 	return -ret;
 }
 
-static unsigned int mpp_thread_count(const struct memprepop_opts *opts,
-				     const cpu_set_t *allowed, size_t len,
-				     size_t nchunks)
+/* The caller waits for its threads, reporting progress, maybe cancelling */
+static void mpp_monitor(struct mpp_job *job, struct mpp_progress *progress)
 {
-	size_t n = CPU_COUNT(allowed);
-	size_t by_size = len / MPP_MIN_PER_THREAD;
+	pthread_mutex_lock(&job->lock);
+	while (job->running) {
+		struct timespec ts;
 
-	if (opts->max_threads && opts->max_threads < n)
-		n = opts->max_threads;
-	if (by_size < n)
-		n = by_size;
-	if (nchunks < n)
-		n = nchunks;
-	return n ? n : 1;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&job->cond, &job->lock, &ts);
+		if (!job->running)
+			break;
+		pthread_mutex_unlock(&job->lock);
+		if (mpp_progress_report(progress,
+				__atomic_load_n(&job->bytes_done,
+						__ATOMIC_RELAXED)))
+			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&job->lock);
+	}
+	pthread_mutex_unlock(&job->lock);
+}
+
+/* Runs the planned threads; 0 or -errno if they could not all start */
+static int mpp_run_threads(struct mpp_job *job, struct mpp_progress *progress)
+{
+	unsigned int n = job->plan.nthreads, started = 0, i;
+	struct mpp_thread *threads;
+	int ret = 0;
+
+	threads = calloc(n, sizeof(*threads));
+	if (!threads)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ret = mpp_start_thread(job, &threads[i], i);
+		if (ret)
+			break;
+		started++;
+	}
+
+	pthread_mutex_lock(&job->lock);
+	if (ret)	/* could not start them all: start none */
+		job->cancelled = 1;
+	job->running = started;
+	job->go = true;
+	pthread_cond_broadcast(&job->cond);
+	pthread_mutex_unlock(&job->lock);
+
+	mpp_monitor(job, progress);
+	for (i = 0; i < started; i++)
+		pthread_join(threads[i].tid, NULL);
+	free(threads);
+	return ret;
+}
+
+/* The end of what is populated from the start of the range */
+static size_t mpp_populated(struct mpp_job *job)
+{
+	const struct mpp_plan *plan = &job->plan;
+	size_t i, start;
+
+	for (i = 0; i < plan->nchunks && job->done[i]; i++)
+		;
+	if (i == plan->nchunks)
+		return plan->len < job->stop_at ? plan->len : job->stop_at;
+	start = mpp_chunk_start(plan, i);
+	/* The first incomplete chunk holds the lowest failure, or never ran */
+	if (job->stop_at > start && job->stop_at < mpp_chunk_end(plan, i))
+		return job->stop_at;
+	return start < job->stop_at ? start : job->stop_at;
 }
 
 static bool mpp_have_populate_write(void)
@@ -254,73 +265,54 @@ static bool mpp_have_populate_write(void)
 
 int mpp_fallback_populate(void *addr, size_t len,
 			  const struct memprepop_opts *opts,
-			  struct memprepop_result *res)
+			  struct memprepop_result *res,
+			  struct mpp_progress *progress)
 {
 	struct mpp_job job = {
-		.base = addr,
-		.len = len,
-		.nchunks = (len + MPP_CHUNK - 1) / MPP_CHUNK,
 		.flags = opts->flags,
 		.page_size = sysconf(_SC_PAGESIZE),
 		.lock = PTHREAD_MUTEX_INITIALIZER,
-		.go_cond = PTHREAD_COND_INITIALIZER,
-		.fail_at = len,
+		.cond = PTHREAD_COND_INITIALIZER,
+		.stop_at = len,
 	};
-	int nodes[MEMPREPOP_MAX_NODES];
-	unsigned int nthreads, started = 0, i;
-	bool numa = numa_available() >= 0;
-	pthread_t *tids;
-	cpu_set_t allowed;
-	size_t unstarted;
-	int nnodes = 0;
-	int ret = 0;
+	int ret;
 
-	if (!mpp_have_populate_write())
+	if (opts->lib_flags & MEMPREPOP_OPT_TOUCH_ALWAYS)
+		job.touch = true;
+	else if (!mpp_have_populate_write())
+		job.touch = opts->lib_flags & MEMPREPOP_OPT_TOUCH;
+	if (!job.touch && !mpp_have_populate_write())
 		return -EOPNOTSUPP;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		return -errno;
 
-	nthreads = mpp_thread_count(opts, &allowed, len, job.nchunks);
-	if (nthreads == 1) {
-		/* Not worth a thread: populate in the caller's own context */
-		job.go = true;
-		mpp_worker(&job);
+	ret = mpp_plan_make(&job.plan, addr, len, opts->max_threads);
+	if (ret)
 		goto out;
-	}
+	job.claimed = calloc(job.plan.nchunks, 1);
+	job.done = calloc(job.plan.nchunks, 1);
+	ret = -ENOMEM;
+	if (!job.claimed || !job.done)
+		goto out;
 
-	tids = calloc(nthreads, sizeof(*tids));
-	if (!tids)
-		return -ENOMEM;
-	if (numa)
-		nnodes = mpp_target_nodes(addr, nodes, MEMPREPOP_MAX_NODES);
-	for (i = 0; i < nthreads; i++) {
-		ret = mpp_start_worker(&job, &tids[i],
-				       nnodes ? nodes[i % nnodes] : 0,
-				       &allowed, numa && nnodes);
+	if (job.plan.nthreads) {
+		ret = mpp_run_threads(&job, progress);
 		if (ret)
-			break;
-		started++;
+			goto out;
+		res->workers = job.plan.nthreads;
+	} else {
+		/* Not worth a thread: the caller's own faults, its placement */
+		mpp_work(&job, -1, progress);
+		res->workers = 1;
 	}
 
-	pthread_mutex_lock(&job.lock);
-	if (ret)
-		job.stop = 1;	/* could not start them all: start none */
-	job.go = true;
-	pthread_cond_broadcast(&job.go_cond);
-	pthread_mutex_unlock(&job.lock);
-
-	for (i = 0; i < started; i++)
-		pthread_join(tids[i], NULL);
-	free(tids);
-	if (ret)
-		return ret;
-	nthreads = started;
-
-out:
-	res->workers = nthreads;
 	memcpy(res->node_pages, job.node_pages, sizeof(res->node_pages));
-	/* Every chunk handed out was finished or failed; none after it ran */
-	unstarted = job.next < job.nchunks ? job.next * MPP_CHUNK : len;
-	res->populated = job.fail_at < unstarted ? job.fail_at : unstarted;
-	return job.err;
+	res->populated = mpp_populated(&job);
+	if (res->populated < len)
+		ret = job.err ? job.err : -ECANCELED;
+	else
+		ret = 0;
+out:
+	free(job.claimed);
+	free(job.done);
+	mpp_plan_free(&job.plan);
+	return ret;
 }

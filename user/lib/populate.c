@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /* libmemprepop: the public entry points, choosing a backend per call. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -13,13 +11,8 @@
 #define MLOCK_ONFAULT	0x01
 #endif
 
-static uint64_t mpp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
+#define MPP_LIB_FLAGS	(MEMPREPOP_OPT_FALLBACK | MEMPREPOP_OPT_TOUCH | \
+			 MEMPREPOP_OPT_TOUCH_ALWAYS)
 
 const char *memprepop_version(void)
 {
@@ -44,17 +37,24 @@ const char *memprepop_backend_name(int backend)
 	}
 }
 
-static int mpp_check_opts(const struct memprepop_opts *opts)
+static int mpp_check_args(void *addr, size_t len,
+			  const struct memprepop_opts *opts)
 {
+	long page_size = sysconf(_SC_PAGESIZE);
 	size_t i;
 
 	if (opts->flags & ~(MEMPREPOP_F_LOCK | MEMPREPOP_F_NODE_STATS))
 		return -EINVAL;
-	if (opts->lib_flags & ~MEMPREPOP_OPT_FALLBACK)
+	if (opts->lib_flags & ~MPP_LIB_FLAGS)
 		return -EINVAL;
 	for (i = 0; i < sizeof(opts->reserved) / sizeof(opts->reserved[0]); i++)
 		if (opts->reserved[i])
 			return -EINVAL;
+	/* As madvise() checks them, before mlock2() could lock anything */
+	if ((uintptr_t)addr % page_size)
+		return -EINVAL;
+	if (len > SIZE_MAX - page_size || (uintptr_t)addr + len < (uintptr_t)addr)
+		return -EINVAL;
 	return 0;
 }
 
@@ -63,7 +63,9 @@ int memprepop_populate(void *addr, size_t len,
 		       struct memprepop_result *res)
 {
 	static const struct memprepop_opts no_opts;
+	long page_size = sysconf(_SC_PAGESIZE);
 	struct memprepop_result scratch;
+	struct mpp_progress progress;
 	uint64_t t0 = mpp_now_ns();
 	int fd = -ENODEV;
 	int ret;
@@ -74,31 +76,35 @@ int memprepop_populate(void *addr, size_t len,
 		res = &scratch;
 	memset(res, 0, sizeof(*res));
 
-	ret = mpp_check_opts(opts);
+	ret = mpp_check_args(addr, len, opts);
 	if (ret)
 		return ret;
-	if ((uintptr_t)addr % sysconf(_SC_PAGESIZE))
-		return -EINVAL;
-	if (!(opts->lib_flags & MEMPREPOP_OPT_FALLBACK))
+	len = (len + page_size - 1) & ~(size_t)(page_size - 1);
+	if (!(opts->lib_flags & (MEMPREPOP_OPT_FALLBACK |
+				 MEMPREPOP_OPT_TOUCH_ALWAYS)))
 		fd = mpp_device_fd();
 	res->backend = fd >= 0 ? MEMPREPOP_BACKEND_MODULE :
 				 MEMPREPOP_BACKEND_FALLBACK;
+	if (!len)
+		goto out;
+	mpp_progress_init(&progress, opts, len);
 
 	/*
 	 * Lock-on-fault first: mlock2() does the RLIMIT_MEMLOCK check and the
 	 * accounting, and each page is then locked as it is faulted in on the
 	 * node its policy selects, never locked first and moved later.
 	 */
-	if ((opts->flags & MEMPREPOP_F_LOCK) && len &&
+	if ((opts->flags & MEMPREPOP_F_LOCK) &&
 	    mlock2(addr, len, MLOCK_ONFAULT)) {
 		ret = -errno;
 		goto out;
 	}
 
 	if (fd >= 0)
-		ret = mpp_device_populate(fd, addr, len, opts, res);
+		ret = mpp_device_populate(fd, addr, len, opts, res, &progress);
 	else
-		ret = mpp_fallback_populate(addr, len, opts, res);
+		ret = mpp_fallback_populate(addr, len, opts, res, &progress);
+	mpp_progress_final(&progress, res->populated);
 out:
 	res->nsecs = mpp_now_ns() - t0;
 	return ret;
