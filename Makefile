@@ -37,13 +37,20 @@ SELFTESTS	:= $(patsubst selftests/%.c,$(B)/selftests/memprepop/%,\
 		   $(patsubst selftests/%,$(B)/selftests/memprepop/%,\
 		   $(wildcard selftests/*_test.sh))
 LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
-		   $(wildcard user/tests/*_test.c))
+		   $(wildcard user/tests/*_test.c)) \
+		   $(patsubst user/tests/%,$(B)/tests/%,\
+		   $(wildcard user/tests/*_test.sh))
 TEST_HELPERS	:= $(wildcard selftests/*.h)
 
 PREFIX		?= /usr/local
+BINDIR		?= $(PREFIX)/bin
+LIBDIR		?= $(PREFIX)/lib
+INCLUDEDIR	?= $(PREFIX)/include
+MANDIR		?= $(PREFIX)/share/man
 
 .PHONY: all deps module lib tool selftests clean check check-host \
-	check-vm check-kernel check-compat vm demo checkpatch
+	check-vm check-kernel check-compat check-install vm demo checkpatch \
+	install uninstall
 
 all: deps module lib tool selftests
 
@@ -80,21 +87,24 @@ $(LIB_SO): $(LIB_SHARED_OBJS) user/lib/libmemprepop.map
 	ln -sf $(@F) $(B)/lib/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(B)/lib/libmemprepop.so
 
+PC_SED		= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
+
 $(PC): user/lib/memprepop.pc.in Makefile
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(PREFIX)/lib|' \
-	    -e 's|@INCLUDEDIR@|$(PREFIX)/include|' -e 's|@VERSION@|$(VERSION)|' \
-	    $< > $@
+	$(PC_SED) $< > $@
 
 lib: $(LIB_A) $(LIB_SO) $(PC)
 
 # Programs link the shared library and find it next to them, in ../lib.
 LINK_LIB	:= -L$(B)/lib -lmemprepop -Wl,-rpath,'$$ORIGIN/../lib'
 
-$(TOOL): user/tool/memprepop.c $(LIB_SO)
+TOOL_SRCS	:= $(wildcard user/tool/*.c)
+
+$(TOOL): $(TOOL_SRCS) user/tool/tool.h $(LIB_SO)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CFLAGS) $(WARN) -o $@ $< $(LINK_LIB) \
-		$(LDLIBS_USER)
+	$(CC) $(CPPFLAGS_USER) -D_GNU_SOURCE $(CFLAGS) $(WARN) -o $@ \
+		$(TOOL_SRCS) $(LINK_LIB) $(LDLIBS_USER)
 
 tool: $(TOOL)
 
@@ -121,6 +131,10 @@ $(B)/selftests/memprepop/%: selftests/%.c $(TEST_HELPERS) \
 	$(CC) $(KSFT_CFLAGS) -o $@ $< $(LINK_LIB) $(LDLIBS_USER)
 
 $(B)/selftests/memprepop/%.sh: selftests/%.sh
+	@mkdir -p $(@D)
+	install -m 0755 $< $@
+
+$(B)/tests/%.sh: user/tests/%.sh
 	@mkdir -p $(@D)
 	install -m 0755 $< $@
 
@@ -157,6 +171,7 @@ check: all
 	  $(MAKE) -s --no-print-directory check-kernel || rc=1; \
 	  $(MAKE) -s --no-print-directory check-compat || rc=1; \
 	  $(MAKE) -s --no-print-directory check-host || rc=1; \
+	  $(MAKE) -s --no-print-directory check-install || rc=1; \
 	  $(MAKE) -s --no-print-directory check-vm || rc=1; exit $$rc ) 2>&1 | \
 	  tee $(B)/check.log | selftests/ktap-summary
 
@@ -204,6 +219,59 @@ check-kernel: $(KSFT)/kselftest_harness.h | deps
 	if grep -E 'warning:|error:' $(B)/kbuild.log; \
 	then echo "not ok kernel: W=1 C=2 (sparse) build clean"; \
 	else echo "ok kernel: W=1 C=2 (sparse) build clean"; fi
+
+# --- install --------------------------------------------------------------------
+MANPAGES	:= $(wildcard Documentation/man/*.[0-9])
+INSTALLED	= $(BINDIR)/memprepop $(LIBDIR)/libmemprepop.a \
+		  $(LIBDIR)/libmemprepop.so.$(SOVERSION).0.0 \
+		  $(LIBDIR)/$(LIB_SONAME) $(LIBDIR)/libmemprepop.so \
+		  $(LIBDIR)/pkgconfig/memprepop.pc $(INCLUDEDIR)/memprepop.h \
+		  $(INCLUDEDIR)/linux/memprepop.h \
+		  $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+
+install: lib tool
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/linux
+	install -m 0755 $(TOOL) $(DESTDIR)$(BINDIR)/memprepop
+	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libmemprepop.so
+	$(PC_SED) user/lib/memprepop.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/memprepop.pc
+	install -m 0644 user/include/memprepop.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0644 uapi/linux/memprepop.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	for m in $(MANPAGES); do \
+	  s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
+	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# A program of ours built against the installed library through pkg-config,
+# shared and static; then uninstall leaves nothing behind
+check-install: lib tool
+	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
+	$(MAKE) -s install DESTDIR=$$d PREFIX=/usr/local > $$d/log 2>&1 || \
+	  { cat $$d/log; echo "not ok install: make install"; exit 1; }; \
+	export PKG_CONFIG_PATH=$$d/usr/local/lib/pkgconfig \
+	       PKG_CONFIG_SYSROOT_DIR=$$d; \
+	if $(CC) -o $$d/consumer user/tests/consumer.c \
+	     $$(pkg-config --cflags --libs memprepop) && \
+	   LD_LIBRARY_PATH=$$d/usr/local/lib $$d/consumer; \
+	then echo "ok install: a program links libmemprepop.so via pkg-config"; \
+	else echo "not ok install: a program links libmemprepop.so via pkg-config"; fi; \
+	if $(CC) -o $$d/consumer-static user/tests/consumer.c \
+	     $$(pkg-config --cflags memprepop) $$d/usr/local/lib/libmemprepop.a \
+	     $$(pkg-config --static --libs-only-l memprepop | sed 's/-lmemprepop//') && \
+	   $$d/consumer-static; \
+	then echo "ok install: a program links libmemprepop.a via pkg-config --static"; \
+	else echo "not ok install: a program links libmemprepop.a via pkg-config --static"; fi; \
+	objdump -p $$d/usr/local/lib/libmemprepop.so | grep -q 'SONAME.*$(LIB_SONAME)' && \
+	  echo "ok install: soname $(LIB_SONAME)" || echo "not ok install: soname $(LIB_SONAME)"; \
+	$(MAKE) -s uninstall DESTDIR=$$d PREFIX=/usr/local; \
+	left=$$(find $$d/usr -type f -o -type l | wc -l); \
+	[ $$left = 0 ] && echo "ok install: make uninstall removes it all" || \
+	  echo "not ok install: make uninstall leaves $$left files"
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+/* memprepop(1): sizes, counts and node lists from the command line. */
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tool.h"
+
+/* "512M" -> 536870912 (K, M, G, T are powers of 1024); 0 if malformed */
+uint64_t parse_size(const char *s)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	char *end;
+	uint64_t v;
+	int shift;
+
+	if (!*s || *s == '-')
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return 0;
+	if (!*end)
+		return v;
+	u = strchr(units, *end & ~0x20);
+	if (!u || !*u || (end[1] && strcmp(end + 1, "iB") &&
+			  strcmp(end + 1, "B")))
+		return 0;
+	for (shift = (u - units + 1) * 10; shift; shift -= 10) {
+		if (v > UINT64_MAX >> 10)
+			return 0;
+		v <<= 10;
+	}
+	return v;
+}
+
+bool parse_uint(const char *s, unsigned int *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!*s || *s == '-')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > 1u << 20)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* 0, or -EINVAL for a node list libnuma does not take */
+int parse_placement(struct placement *pl, int mode, const char *nodes)
+{
+	if (numa_available() < 0)
+		return -ENOSYS;
+	if (pl->nodes)
+		numa_bitmask_free(pl->nodes);
+	pl->nodes = numa_parse_nodestring(nodes);
+	if (!pl->nodes)
+		return -EINVAL;
+	if (mode == MPOL_PREFERRED && numa_bitmask_weight(pl->nodes) != 1)
+		return -EINVAL;
+	pl->mode = mode;
+	pl->text = nodes;
+	return 0;
+}
+
+/* mbind() the mapping: before any page is touched, so nothing moves */
+int apply_placement(const struct placement *pl, void *addr, size_t len)
+{
+	if (pl->mode == MPOL_DEFAULT)
+		return 0;
+	if (mbind(addr, len, pl->mode, pl->nodes->maskp, pl->nodes->size + 1,
+		  0))
+		return -errno;
+	return 0;
+}

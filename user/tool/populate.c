@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop populate: map memory, populate it, verify and report.
+ * memprepop file: pre-fault a hugetlbfs or tmpfs file, so that a VMM that
+ * maps it later finds it populated, placed and ready.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/magic.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+#ifndef MAP_HUGE_SHIFT
+#define MAP_HUGE_SHIFT	26
+#endif
+
+enum {
+	OPT_HUGETLB = 256, OPT_SHARED, OPT_MEMBIND, OPT_INTERLEAVE,
+	OPT_PREFERRED, OPT_JSON,
+};
+
+static const struct option populate_opts[] = {
+	{ "size", required_argument, NULL, 's' },
+	{ "lock", no_argument, NULL, 'l' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "fallback", no_argument, NULL, 'f' },
+	{ "hugetlb", required_argument, NULL, OPT_HUGETLB },
+	{ "shared", no_argument, NULL, OPT_SHARED },
+	{ "membind", required_argument, NULL, OPT_MEMBIND },
+	{ "node", required_argument, NULL, OPT_MEMBIND },
+	{ "interleave", required_argument, NULL, OPT_INTERLEAVE },
+	{ "preferred", required_argument, NULL, OPT_PREFERRED },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char placement_help[] =
+	"      --membind N,M     only on these nodes\n"
+	"      --interleave N,M  interleaved over these nodes ('all': all)\n"
+	"      --preferred N     on node N while it has memory\n"
+	"  -t, --threads N       at most N threads or kernel workers\n"
+	"  -f, --fallback        do not use the kernel module\n"
+	"      --json            one JSON object on stdout, no progress bar\n"
+	"  -h, --help            this text\n";
+
+static void usage_populate(FILE *f)
+{
+	fprintf(f,
+		"usage: %s populate --size SIZE [options]\n"
+		"\n"
+		"Maps SIZE bytes of anonymous memory, populates it, checks "
+		"that every page\nis present and prints size, seconds, GB/s, "
+		"backend, workers and pages\nper NUMA node.\n"
+		"\n"
+		"  -s, --size SIZE       bytes, or with K, M, G, T (powers of "
+		"1024)\n"
+		"      --hugetlb 2M|1G   hugetlb pages of that size\n"
+		"      --shared          a shared mapping (shmem)\n"
+		"  -l, --lock            lock it (mlock2 MLOCK_ONFAULT: each "
+		"page locked\n"
+		"                        where its policy placed it)\n"
+		"%s", prog, placement_help);
+}
+
+static void usage_file(FILE *f)
+{
+	fprintf(f,
+		"usage: %s file PATH [--size SIZE] [options]\n"
+		"\n"
+		"Pre-faults the file PATH on hugetlbfs or tmpfs (created, or "
+		"grown to SIZE),\nso that a VMM that maps it later finds "
+		"every page there, placed as asked.\n"
+		"\n"
+		"  -s, --size SIZE       the file's size (default: as it is)\n"
+		"      --node N          same as --membind N\n"
+		"%s", prog, placement_help);
+}
+
+struct args {
+	struct run run;
+	struct placement placement;
+	struct memprepop_opts opts;
+	int map_flags;
+	const char *path;
+};
+
+/* 0 to go on, 1 for --help, 2 for bad arguments */
+static int parse_args(int argc, char **argv, struct args *a, bool file,
+		      void (*usage)(FILE *f))
+{
+	const char *bad = NULL;
+	int c, ret;
+
+	memset(a, 0, sizeof(*a));
+	a->run.placement = &a->placement;
+	a->run.page_size = sysconf(_SC_PAGESIZE);
+	a->map_flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	a->opts.progress = progress_bar;
+	a->opts.progress_arg = &a->run;
+
+	while ((c = getopt_long(argc, argv, "s:lt:fh", populate_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 's':
+			a->run.size = parse_size(optarg);
+			if (!a->run.size)
+				bad = "size";
+			break;
+		case 'l':
+			a->run.lock = true;
+			a->opts.flags |= MEMPREPOP_F_LOCK;
+			break;
+		case 't':
+			if (!parse_uint(optarg, &a->opts.max_threads) ||
+			    !a->opts.max_threads)
+				bad = "thread count";
+			break;
+		case 'f':
+			a->opts.lib_flags |= MEMPREPOP_OPT_FALLBACK;
+			break;
+		case OPT_HUGETLB:
+			if (file) {
+				bad = "option for a file (its file system "
+				      "decides)";
+			} else if (!strcmp(optarg, "2M")) {
+				a->run.page_size = 2 << 20;
+				a->map_flags |= MAP_HUGETLB |
+						(21 << MAP_HUGE_SHIFT);
+			} else if (!strcmp(optarg, "1G")) {
+				a->run.page_size = 1 << 30;
+				a->map_flags |= MAP_HUGETLB |
+						(30 << MAP_HUGE_SHIFT);
+			} else {
+				bad = "hugetlb size (2M or 1G)";
+			}
+			break;
+		case OPT_SHARED:
+			a->map_flags = (a->map_flags & ~MAP_PRIVATE) |
+				       MAP_SHARED;
+			break;
+		case OPT_MEMBIND:
+		case OPT_INTERLEAVE:
+		case OPT_PREFERRED:
+			ret = parse_placement(&a->placement,
+					      c == OPT_MEMBIND ? MPOL_BIND :
+					      c == OPT_INTERLEAVE ?
+					      MPOL_INTERLEAVE : MPOL_PREFERRED,
+					      optarg);
+			if (ret)
+				bad = ret == -ENOSYS ? "node list (no NUMA)" :
+						       "node list";
+			break;
+		case OPT_JSON:
+			a->run.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad,
+				optarg);
+			return 2;
+		}
+	}
+	if (file && optind + 1 == argc)
+		a->path = argv[optind++];
+	if (optind != argc || (file ? !a->path : !a->run.size)) {
+		usage(stderr);
+		return 2;
+	}
+	a->run.progress = !a->run.json && isatty(STDERR_FILENO);
+	return 0;
+}
+
+/* Populates the mapping, verifies it and reports; the exit status */
+static int populate_and_report(struct args *a, void *mem)
+{
+	uint64_t pages = a->run.size / sysconf(_SC_PAGESIZE);
+	int ret, node;
+
+	ret = apply_placement(&a->placement, mem, a->run.size);
+	if (ret) {
+		fprintf(stderr, "%s: cannot set the memory policy: %s\n", prog,
+			strerror(-ret));
+		return 1;
+	}
+	progress_bar_start();
+	ret = memprepop_populate(mem, a->run.size, &a->opts, &a->run.res);
+	progress_bar_end();
+	if (ret) {
+		explain_failure(&a->run, mem, ret);
+		return 1;
+	}
+
+	ret = memprepop_node_pages(mem, a->run.size, a->run.node_pages,
+				   MEMPREPOP_MAX_NODES);
+	if (ret) {
+		fprintf(stderr, "%s: cannot read page placement: %s\n", prog,
+			strerror(-ret));
+		return 1;
+	}
+	for (node = 0; node < MEMPREPOP_MAX_NODES; node++)
+		a->run.present += a->run.node_pages[node];
+	report(&a->run);
+	if (a->run.present != pages) {
+		fprintf(stderr, "%s: only %llu of %llu pages are present\n",
+			prog, (unsigned long long)a->run.present,
+			(unsigned long long)pages);
+		return 1;
+	}
+	return 0;
+}
+
+int cmd_populate(int argc, char **argv)
+{
+	struct args a;
+	void *mem;
+	int ret;
+
+	ret = parse_args(argc, argv, &a, false, usage_populate);
+	if (ret)
+		return ret == 1 ? 0 : ret;
+	/* Whole pages of the mapping's size */
+	a.run.size = (a.run.size + a.run.page_size - 1) & ~(a.run.page_size - 1);
+	a.run.what = a.map_flags & MAP_SHARED ? "shared" :
+		     a.map_flags & MAP_HUGETLB ? "hugetlb" : "anonymous";
+
+	mem = mmap(NULL, a.run.size, PROT_READ | PROT_WRITE,
+		   a.map_flags | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED) {
+		fprintf(stderr, "%s: cannot map %llu bytes: %s\n", prog,
+			(unsigned long long)a.run.size, strerror(errno));
+		return 1;
+	}
+	ret = populate_and_report(&a, mem);
+	munmap(mem, a.run.size);
+	return ret;
+}
+
+int cmd_file(int argc, char **argv)
+{
+	struct args a;
+	struct statfs sfs;
+	struct stat st;
+	void *mem;
+	int fd, ret;
+
+	ret = parse_args(argc, argv, &a, true, usage_file);
+	if (ret)
+		return ret == 1 ? 0 : ret;
+	a.run.what = a.path;
+
+	fd = open(a.path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || fstatfs(fd, &sfs) || fstat(fd, &st)) {
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, a.path,
+			strerror(errno));
+		return 1;
+	}
+	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
+		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
+			"populating it would write it to disk\n", prog, a.path);
+		close(fd);
+		return 1;
+	}
+	if (sfs.f_type == HUGETLBFS_MAGIC)
+		a.run.page_size = sfs.f_bsize;
+	if (!a.run.size)
+		a.run.size = st.st_size;
+	a.run.size = (a.run.size + a.run.page_size - 1) & ~(a.run.page_size - 1);
+	if (!a.run.size) {
+		fprintf(stderr, "%s: %s is empty: give --size\n", prog, a.path);
+		close(fd);
+		return 2;
+	}
+	if ((uint64_t)st.st_size < a.run.size && ftruncate(fd, a.run.size)) {
+		fprintf(stderr, "%s: cannot grow %s to %llu bytes: %s\n", prog,
+			a.path, (unsigned long long)a.run.size,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	mem = mmap(NULL, a.run.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		fprintf(stderr, "%s: cannot map %s: %s\n", prog, a.path,
+			strerror(errno));
+		close(fd);
+		return 1;
+	}
+	ret = populate_and_report(&a, mem);
+	munmap(mem, a.run.size);
+	close(fd);
+	return ret;
+}

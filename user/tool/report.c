@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/* memprepop(1): the progress bar, the report, and why a call failed. */
+#include <errno.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double bar_start;
+static bool bar_drawn;
+
+void progress_bar_start(void)
+{
+	bar_start = now();
+	bar_drawn = false;
+}
+
+/* On a terminal, for runs over a second: percentage, rate and ETA */
+int progress_bar(uint64_t done, uint64_t total, void *arg)
+{
+	const struct run *run = arg;
+	double elapsed = now() - bar_start, rate;
+	int width = 30, fill;
+
+	if (!run->progress || elapsed < 1.0 || !total || done >= total)
+		return 0;
+	rate = done / elapsed;
+	fill = (int)(width * (double)done / total);
+	fprintf(stderr, "\r%3d%% [%.*s%*s] %6.2f GB/s  ETA %4.0f s ",
+		(int)(100 * done / total), fill,
+		"==============================", width - fill, "",
+		rate / 1e9, rate > 0 ? (total - done) / rate : 0.0);
+	bar_drawn = true;
+	return 0;
+}
+
+void progress_bar_end(void)
+{
+	if (bar_drawn)
+		fprintf(stderr, "\r%*s\r", 72, "");
+	bar_drawn = false;
+}
+
+static const char *policy_name(int mode)
+{
+	switch (mode) {
+	case MPOL_BIND:
+		return "membind";
+	case MPOL_INTERLEAVE:
+		return "interleave";
+	case MPOL_PREFERRED:
+		return "preferred";
+	default:
+		return "default";
+	}
+}
+
+static void size_text(char *buf, size_t n, uint64_t bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, n, "%.2f %s", v, units[u]);
+}
+
+static void report_json(const struct run *run, double secs)
+{
+	const struct placement *pl = run->placement;
+	const char *sep = "";
+	int node;
+
+	printf("{\"size\": %llu, \"memory\": \"%s\", \"page_size\": %zu, "
+	       "\"policy\": \"%s\", \"policy_nodes\": \"%s\", "
+	       "\"locked\": %s, \"seconds\": %.6f, \"gbps\": %.3f, "
+	       "\"backend\": \"%s\", \"workers\": %u, \"pages\": %llu, "
+	       "\"present_pages\": %llu, \"nodes\": {",
+	       (unsigned long long)run->size, run->what, run->page_size,
+	       policy_name(pl->mode), pl->text ? pl->text : "",
+	       run->lock ? "true" : "false", secs,
+	       secs > 0 ? run->size / secs / 1e9 : 0.0,
+	       memprepop_backend_name(run->res.backend), run->res.workers,
+	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
+	       (unsigned long long)run->present);
+	for (node = 0; node < MEMPREPOP_MAX_NODES; node++) {
+		if (!run->node_pages[node])
+			continue;
+		printf("%s\"%d\": %llu", sep, node,
+		       (unsigned long long)run->node_pages[node]);
+		sep = ", ";
+	}
+	printf("}}\n");
+}
+
+void report(const struct run *run)
+{
+	const struct placement *pl = run->placement;
+	double secs = run->res.nsecs / 1e9;
+	long psz = sysconf(_SC_PAGESIZE);
+	char buf[32];
+	int node;
+
+	if (run->json) {
+		report_json(run, secs);
+		return;
+	}
+	size_text(buf, sizeof(buf), run->size);
+	printf("size      %s (%llu bytes)\n", buf,
+	       (unsigned long long)run->size);
+	size_text(buf, sizeof(buf), run->page_size);
+	printf("memory    %s, %s pages\n", run->what, buf);
+	printf("policy    %s%s%s\n", policy_name(pl->mode),
+	       pl->text ? " " : "", pl->text ? pl->text : "");
+	printf("locked    %s\n", run->lock ? "yes" : "no");
+	printf("seconds   %.3f\n", secs);
+	printf("GB/s      %.2f\n", secs > 0 ? run->size / secs / 1e9 : 0.0);
+	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
+	printf("workers   %u\n", run->res.workers);
+	printf("verified  %llu of %llu pages present\n",
+	       (unsigned long long)run->present,
+	       (unsigned long long)(run->size / psz));
+	for (node = 0; node < MEMPREPOP_MAX_NODES; node++)
+		if (run->node_pages[node] ||
+		    (numa_available() >= 0 && node <= numa_max_node()))
+			printf("node %-4d %llu pages\n", node,
+			       (unsigned long long)run->node_pages[node]);
+}
+
+static long read_long(const char *fmt, int node, size_t kb, const char *what)
+{
+	char path[160];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), fmt, node, kb, what);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* "node 0: 120 of 512 free, node 1: ..." for hugetlb pages of @page_size */
+void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
+{
+	static const char fmt[] =
+		"/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/%s";
+	const char *s = "";
+	int node;
+
+	for (node = 0; node < MEMPREPOP_MAX_NODES; node++) {
+		long nr = read_long(fmt, node, page_size >> 10, "nr_hugepages");
+		long free_pages = read_long(fmt, node, page_size >> 10,
+					    "free_hugepages");
+
+		if (nr < 0)
+			continue;
+		fprintf(f, "%snode %d: %ld of %ld free", s, node, free_pages,
+			nr);
+		s = sep;
+	}
+	if (!*s)
+		fprintf(f, "none");
+}
+
+/* One line: what failed, why, and how far it got */
+void explain_failure(const struct run *run, void *addr, int err)
+{
+	char buf[32];
+
+	fprintf(stderr, "%s: cannot populate %p: %s (", prog, addr,
+		strerror(-err));
+	if (err == -EFAULT && run->page_size > (size_t)sysconf(_SC_PAGESIZE)) {
+		size_text(buf, sizeof(buf), run->page_size);
+		fprintf(stderr, "hugetlb %s pool exhausted: ", buf);
+		hugetlb_pools(stderr, run->page_size, ", ");
+	} else if (run->lock && (err == -ENOMEM || err == -EAGAIN ||
+				 err == -EPERM)) {
+		struct rlimit rl;
+
+		getrlimit(RLIMIT_MEMLOCK, &rl);
+		if (rl.rlim_cur == RLIM_INFINITY)
+			fprintf(stderr, "locking failed, RLIMIT_MEMLOCK is "
+				"unlimited");
+		else
+			fprintf(stderr, "locking needs RLIMIT_MEMLOCK of %llu "
+				"bytes or CAP_IPC_LOCK; it is %llu",
+				(unsigned long long)run->size,
+				(unsigned long long)rl.rlim_cur);
+	} else if (err == -ENOMEM) {
+		fprintf(stderr, "out of memory on the nodes allowed, or a "
+			"memory cgroup's memory.max");
+	} else if (err == -EOPNOTSUPP) {
+		fprintf(stderr, "no %s and no MADV_POPULATE_WRITE (Linux "
+			"5.14): load the module", MEMPREPOP_DEVICE);
+	} else if (err == -EINVAL) {
+		fprintf(stderr, "a mapping in the range cannot be written");
+	} else {
+		fprintf(stderr, "backend %s",
+			memprepop_backend_name(run->res.backend));
+	}
+	size_text(buf, sizeof(buf), run->res.populated);
+	fprintf(stderr, "; %s of the range populated)\n", buf);
+}

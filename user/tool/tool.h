@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* memprepop(1): what the subcommands share. */
+#ifndef MEMPREPOP_TOOL_H
+#define MEMPREPOP_TOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <memprepop.h>
+
+extern const char *prog;
+
+/* args.c */
+uint64_t parse_size(const char *s);
+bool parse_uint(const char *s, unsigned int *out);
+
+/* How the memory is to be placed: --membind, --interleave, --preferred */
+struct placement {
+	int mode;		/* MPOL_*, MPOL_DEFAULT for none */
+	struct bitmask *nodes;
+	const char *text;	/* as given, for the report */
+};
+
+int parse_placement(struct placement *pl, int mode, const char *nodes);
+int apply_placement(const struct placement *pl, void *addr, size_t len);
+
+/* report.c */
+struct run {
+	const char *what;	/* "anonymous", "shared", a file's path */
+	uint64_t size;
+	size_t page_size;	/* of the mapping: 4 KiB, 2 MiB, 1 GiB */
+	bool lock, json, progress;
+	const struct placement *placement;
+	struct memprepop_result res;
+	uint64_t node_pages[MEMPREPOP_MAX_NODES];
+	uint64_t present;	/* base pages found present afterwards */
+};
+
+void progress_bar_start(void);
+int progress_bar(uint64_t done, uint64_t total, void *arg);
+void progress_bar_end(void);
+void hugetlb_pools(FILE *f, size_t page_size, const char *sep);
+void report(const struct run *run);
+void explain_failure(const struct run *run, void *addr, int err);
+
+/* subcommands */
+int cmd_populate(int argc, char **argv);
+int cmd_file(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+#endif /* MEMPREPOP_TOOL_H */
