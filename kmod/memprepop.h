@@ -14,6 +14,7 @@
 #include <linux/nodemask.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/compiler_types.h>
 
 struct mm_struct;
 struct task_struct;
@@ -93,7 +94,12 @@ struct mpp_worker {
  * @stop_at: nothing at or above it is populated any more: the lowest
  *	failure, or the end of what the plan could cover
  * @err: the errno of the failure at @stop_at
- * @killed: a fatal signal reached the caller; everyone stops
+ * @killed: a fatal signal reached the caller, or it was cancelled;
+ *	everyone stops
+ * @abort_err: why the call was stopped other than by a failure in the
+ *	range: -ECANCELED through @control, -EFAULT for a bad @control
+ * @control: where the caller follows the progress, or NULL
+ * @bytes_done: bytes of the chunks completed so far
  * @partial: per chunk that a kill interrupted, where it stopped
  * @nr_partial: entries in @partial
  * @workers: the workers, @nr_workers of them
@@ -119,6 +125,9 @@ struct mpp_request {
 	unsigned long stop_at;
 	int err;
 	bool killed;
+	int abort_err;
+	struct memprepop_control __user *control;
+	atomic64_t bytes_done;
 	struct {
 		unsigned long chunk;
 		unsigned long addr;

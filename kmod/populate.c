@@ -10,6 +10,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
+#include <linux/uaccess.h>
 
 #include "memprepop.h"
 #include "trace.h"
@@ -138,6 +139,7 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 {
 	if (!err) {
 		set_bit(chunk->index, req->chunk_done);
+		atomic64_add(chunk->end - chunk->start, &req->bytes_done);
 		return;
 	}
 	if (err == -EINTR)
@@ -204,17 +206,50 @@ static void mpp_caller_work(struct mpp_request *req, u64 *node_pages)
 }
 
 /*
- * Wait for the workers without holding mmap_lock. A fatal signal stops them;
+ * Tell the caller's @control how far the call got, and read whether it is
+ * cancelled: in the caller's context, without mmap_lock. A control the
+ * caller cannot write or read fails the call with EFAULT.
+ */
+static void mpp_control_sync(struct mpp_request *req)
+{
+	u32 cancel;
+
+	if (!req->control)
+		return;
+	if (put_user(atomic64_read(&req->bytes_done), &req->control->done) ||
+	    get_user(cancel, &req->control->cancel))
+		req->abort_err = -EFAULT;
+	else if (cancel)
+		req->abort_err = -ECANCELED;
+	if (req->abort_err)
+		mpp_kill(req);
+}
+
+/*
+ * Wait for the workers without holding mmap_lock, every 100 ms telling the
+ * caller's control how far they got. A fatal signal or a cancel stops them;
  * they are still waited for, so that none touches the mm after the return.
  */
 static void mpp_wait_workers(struct mpp_request *req)
 {
+	unsigned long tick = req->control ? msecs_to_jiffies(100) :
+					    MAX_SCHEDULE_TIMEOUT;
+	long ret;
+
 	if (!req->nr_workers)
 		return;
-	if (wait_for_completion_killable(&req->done)) {
-		mpp_kill(req);
-		wait_for_completion(&req->done);
+	for (;;) {
+		ret = wait_for_completion_killable_timeout(&req->done, tick);
+		if (ret > 0)
+			return;
+		if (ret < 0)
+			break;
+		mpp_control_sync(req);
+		if (READ_ONCE(req->killed))
+			break;
 	}
+	mpp_kill(req);
+	wait_for_completion(&req->done);
 }
 
 static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
@@ -247,9 +282,15 @@ static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
 			p->node_pages[nid] += req->workers[i].node_pages[nid];
 	}
 	p->populated = mpp_populated_end(req) - req->start;
+	/* The last word on progress; a cancel this late changes nothing */
+	if (req->control && put_user(atomic64_read(&req->bytes_done),
+				     &req->control->done) && !req->abort_err)
+		req->abort_err = -EFAULT;
 
-	if (req->killed || fatal_signal_pending(current))
+	if (fatal_signal_pending(current))
 		return -EINTR;
+	if (req->abort_err)
+		return req->abort_err;
 	if (req->start + p->populated < req->end)
 		return req->err ? req->err : -EINTR;
 	return 0;
@@ -284,12 +325,15 @@ int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *p)
 		return -EINVAL;
 	if (p->addr > TASK_SIZE || len > TASK_SIZE - p->addr)
 		return -EINVAL;
+	if (!IS_ALIGNED(p->control, sizeof(u64)))
+		return -EINVAL;
 	if (!len)
 		return 0;
 
 	req = mpp_request_alloc(mm, p->addr, p->addr + len, p->flags);
 	if (!req)
 		return -ENOMEM;
+	req->control = u64_to_user_ptr(p->control);
 	ret = mpp_run(req, p);
 	mpp_request_put(req);
 

@@ -71,6 +71,9 @@ struct memprepop_info {
  * @nsecs: out, time the call spent populating, in nanoseconds
  * @node_pages: out, with %MEMPREPOP_F_NODE_STATS: base pages of the range
  *	that this call found or placed on node N, for N < %MEMPREPOP_STAT_NODES
+ * @control: in, the address of a struct memprepop_control in the caller's
+ *	memory, 8-byte aligned, through which another thread follows the
+ *	call's progress and may cancel it; 0 for none
  *
  * Only @addr, @len and @flags are required: a zero-filled structure with
  * those set is a valid call. The first 32 bytes (up to and including
@@ -85,9 +88,24 @@ struct memprepop_populate {
 	__u32 workers;
 	__u64 nsecs;
 	__u64 node_pages[MEMPREPOP_STAT_NODES];
+	__u64 control;
 };
 
 #define MEMPREPOP_POPULATE_SIZE_VER0	32
+
+/**
+ * struct memprepop_control - progress and cancellation of a running call
+ * @done: out, bytes populated so far, written about every 100 ms while the
+ *	call runs and once when it returns
+ * @cancel: in, set non-zero by another thread to cancel the call: it then
+ *	stops within a chunk and fails with ECANCELED, populated exact
+ * @__reserved: zero
+ */
+struct memprepop_control {
+	__u64 done;
+	__u32 cancel;
+	__u32 __reserved;
+};
 
 #define MEMPREPOP_IOC_MAGIC		0xB7
 
@@ -116,7 +134,8 @@ struct memprepop_populate {
  * cases):
  * EINVAL: @addr not page aligned, @addr + @len wraps or passes the end of
  *	the user address space, an unknown flag or a non-zero reserved field,
- *	the argument shorter than %MEMPREPOP_POPULATE_SIZE_VER0; a mapping that
+ *	the argument shorter than %MEMPREPOP_POPULATE_SIZE_VER0, @control not
+ *	8-byte aligned; a mapping that
  *	cannot be populated writable (read-only, PROT_NONE, VM_IO or VM_PFNMAP,
  *	secretmem), or with %MEMPREPOP_F_LOCK a part of the range that is not
  *	mlocked;
@@ -124,9 +143,11 @@ struct memprepop_populate {
  *	zero;
  * ENOMEM: part of the range is not mapped, or out of memory;
  * EFAULT: a fault failed (SIGBUS or SIGSEGV for a user access: hugetlb pool
- *	exhausted, file hole beyond EOF), or the argument is not accessible;
+ *	exhausted, file hole beyond EOF), or the argument or @control is not
+ *	accessible;
  * EHWPOISON: a page is hardware poisoned;
- * EINTR: a fatal signal arrived.
+ * EINTR: a fatal signal arrived;
+ * ECANCELED: cancelled through @control.
  */
 #define MEMPREPOP_IOC_POPULATE \
 	_IOWR(MEMPREPOP_IOC_MAGIC, 0x01, struct memprepop_populate)

@@ -48,8 +48,9 @@ enum memprepop_backend {
  * @total: bytes to populate
  * @arg: memprepop_opts.progress_arg
  *
- * Called from the calling thread, at most about every 100 ms, and once at
- * the end (whose return value is ignored).
+ * Called at most about every 100 ms, from the calling thread or, with the
+ * module, from a thread of the library, never twice at once; and once at
+ * the end, from the calling thread (that return value is ignored).
  *
  * Return: 0 to go on, anything else to cancel: the call then stops within
  * a chunk, and fails with -ECANCELED and an exact populated.

@@ -2,22 +2,13 @@
 /* libmemprepop: the module backend, /dev/memprepop and its ioctls. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
-
-/*
- * With a progress callback, a range goes to the module in pieces of about
- * 100 ms each, sized from the rate of the piece before; pieces end on 2 MiB
- * boundaries, so that no transparent huge page is split between two calls.
- */
-#define MPP_PIECE_FIRST		(64ull << 20)
-#define MPP_PIECE_MIN		(16ull << 20)
-#define MPP_PIECE_MAX		(16ull << 30)
-#define MPP_PIECE_ALIGN		(2ull << 20)
-#define MPP_PIECE_NS		100000000ull
 
 /* -1: not opened yet; otherwise the descriptor or -errno of the open */
 static int mpp_fd = -1;
@@ -55,40 +46,71 @@ int memprepop_query(struct memprepop_info *info)
 	return 0;
 }
 
-/* One MEMPREPOP_IOC_POPULATE; adds its outcome to @res */
-static int mpp_ioctl_populate(int fd, uintptr_t addr, uint64_t len,
+/* One MEMPREPOP_IOC_POPULATE; its outcome in @res */
+static int mpp_ioctl_populate(int fd, void *addr, size_t len,
 			      const struct memprepop_opts *opts,
-			      struct memprepop_result *res)
+			      struct memprepop_result *res,
+			      struct memprepop_control *control)
 {
 	struct memprepop_populate req = {
-		.addr = addr,
+		.addr = (uintptr_t)addr,
 		.len = len,
 		.flags = opts->flags,
 		.max_workers = opts->max_threads,
+		.control = (uintptr_t)control,
 	};
 	int ret = 0;
 	int i;
 
 	if (ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) < 0)
 		ret = -errno;
-	res->populated += req.populated;
-	if (req.workers > res->workers)
-		res->workers = req.workers;
+	res->populated = req.populated;
+	res->workers = req.workers;
 	for (i = 0; i < MEMPREPOP_STAT_NODES; i++)
-		res->node_pages[i] += req.node_pages[i];
+		res->node_pages[i] = req.node_pages[i];
 	return ret;
 }
 
-/* The next piece: about 100 ms at the rate of the last one */
-static uint64_t mpp_next_piece(uint64_t last, uint64_t ns)
-{
-	uint64_t next = ns ? last * MPP_PIECE_NS / ns : MPP_PIECE_MAX;
+/*
+ * With a progress callback: the calling thread issues the ioctl, so that the
+ * module sees the caller's CPU, node and task policy, and this thread,
+ * created before it, follows the module's progress through the control
+ * block and cancels through it.
+ */
+struct mpp_watch {
+	struct memprepop_control control;
+	struct mpp_progress *progress;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool finished;		/* under lock: the ioctl returned */
+};
 
-	if (next < MPP_PIECE_MIN)
-		next = MPP_PIECE_MIN;
-	if (next > MPP_PIECE_MAX)
-		next = MPP_PIECE_MAX;
-	return next & ~(MPP_PIECE_ALIGN - 1);
+static void *mpp_watch_fn(void *arg)
+{
+	struct mpp_watch *w = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->finished) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+		if (w->finished)
+			break;
+		pthread_mutex_unlock(&w->lock);
+		if (mpp_progress_report(w->progress,
+				__atomic_load_n(&w->control.done,
+						__ATOMIC_RELAXED)))
+			__atomic_store_n(&w->control.cancel, 1,
+					 __ATOMIC_RELAXED);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
 }
 
 int mpp_device_populate(int fd, void *addr, size_t len,
@@ -96,26 +118,22 @@ int mpp_device_populate(int fd, void *addr, size_t len,
 			struct memprepop_result *res,
 			struct mpp_progress *progress)
 {
-	uintptr_t start = (uintptr_t)addr, pos = start, end = start + len;
-	uint64_t piece = MPP_PIECE_FIRST;
+	struct mpp_watch w = {
+		.progress = progress,
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
+	pthread_t tid;
+	int ret;
 
-	if (!progress->fn)
-		return mpp_ioctl_populate(fd, start, len, opts, res);
+	if (!progress->fn || pthread_create(&tid, NULL, mpp_watch_fn, &w))
+		return mpp_ioctl_populate(fd, addr, len, opts, res, NULL);
 
-	while (pos < end) {
-		uintptr_t stop = (pos + piece) & ~(MPP_PIECE_ALIGN - 1);
-		uint64_t t0 = mpp_now_ns();
-		int ret;
-
-		if (stop <= pos || stop > end || end - stop < MPP_PIECE_MIN)
-			stop = end;
-		ret = mpp_ioctl_populate(fd, pos, stop - pos, opts, res);
-		if (ret)
-			return ret;
-		piece = mpp_next_piece(stop - pos, mpp_now_ns() - t0);
-		pos = stop;
-		if (pos < end && mpp_progress_report(progress, pos - start))
-			return -ECANCELED;
-	}
-	return 0;
+	ret = mpp_ioctl_populate(fd, addr, len, opts, res, &w.control);
+	pthread_mutex_lock(&w.lock);
+	w.finished = true;
+	pthread_cond_signal(&w.cond);
+	pthread_mutex_unlock(&w.lock);
+	pthread_join(tid, NULL);
+	return ret;
 }
