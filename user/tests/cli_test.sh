@@ -27,7 +27,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..14"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -71,6 +71,11 @@ assert d["backend"] in ("module", "fallback")
 	fi
 fi
 ok $json_ok "populate --json: one object with every field, all pages present"
+
+run populate --size 64M
+[ $status = 0 ] && [ ! -s /tmp/cli_test.err ] &&
+	echo "$out" | grep -q "^verified  16384 of 16384 pages present"
+ok $? "populate: verified, and no progress bar when not a terminal"
 
 run populate --size 64M --json --fallback
 echo "$out" | grep -q '"backend": "fallback"'
