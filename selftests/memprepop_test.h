@@ -88,42 +88,39 @@ static inline long smaps_field_kb(const void *addr, const char *field)
 	return val;
 }
 
-/* A field (in kB) of /proc/self/status, such as VmLck */
-static inline long status_field_kb(const char *field)
+/*
+ * The number after @key in a /proc file of "key: value" or "key value"
+ * lines (/proc/meminfo, /proc/self/status, /proc/vmstat), or -1.
+ */
+static inline long proc_field(const char *path, const char *key)
 {
-	FILE *f = fopen("/proc/self/status", "r");
-	size_t flen = strlen(field);
+	FILE *f = fopen(path, "r");
+	size_t klen = strlen(key);
 	char line[256];
 	long val = -1;
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, flen) && line[flen] == ':') {
-			val = strtol(line + flen + 1, NULL, 10);
+		if (!strncmp(line, key, klen) &&
+		    (line[klen] == ':' || line[klen] == ' ')) {
+			val = strtol(line + klen + 1, NULL, 10);
 			break;
 		}
 	fclose(f);
 	return val;
 }
 
-/* A numeric field of /proc/meminfo (kB for sizes, a count for HugePages_*) */
-static inline long meminfo_field(const char *field)
+/* In kB for sizes, a count for HugePages_* */
+static inline long meminfo_field(const char *key)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	size_t flen = strlen(field);
-	char line[256];
-	long val = -1;
+	return proc_field("/proc/meminfo", key);
+}
 
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, field, flen) && line[flen] == ':') {
-			val = strtol(line + flen + 1, NULL, 10);
-			break;
-		}
-	fclose(f);
-	return val;
+/* In kB: VmLck and the like */
+static inline long status_field_kb(const char *key)
+{
+	return proc_field("/proc/self/status", key);
 }
 
 /* madvise(MADV_POPULATE_WRITE) as 0 or -errno: the reference behaviour. */

@@ -6,18 +6,7 @@
 ko=${MEMPREPOP_KO:-/lib/modules/memprepop.ko}
 stats=/sys/class/misc/memprepop/stats
 tracing=/sys/kernel/tracing
-n=0
-failed=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/ktap_helpers.sh"
 
 # "node N   P pages" from the tool's output
 pages_on() { awk -v n="$1" '$1 == "node" && $2 == n { print $3 }'; }
@@ -77,5 +66,4 @@ rmmod memprepop && [ ! -e /dev/memprepop ] && insmod "$ko" &&
 	[ -e /dev/memprepop ]
 ok $? "rmmod clean once closed, insmod again"
 
-echo "# Totals: pass:$((n - failed)) fail:$failed xfail:0 xpass:0 skip:0 error:0"
-[ $failed = 0 ]
+ktap_finish

@@ -57,23 +57,6 @@ static int count_nodes(char *p, size_t len, size_t counts[2])
 	return 0;
 }
 
-static long vmstat(const char *name)
-{
-	FILE *f = fopen("/proc/vmstat", "r");
-	char key[64];
-	long val, ret = -1;
-
-	if (!f)
-		return -1;
-	while (fscanf(f, "%63s %ld", key, &val) == 2)
-		if (!strcmp(key, name)) {
-			ret = val;
-			break;
-		}
-	fclose(f);
-	return ret;
-}
-
 static void pin_to_cpu(int cpu)
 {
 	cpu_set_t set;
@@ -102,7 +85,7 @@ FIXTURE_SETUP(place)
 	ASSERT_NE(MAP_FAILED, self->p);
 	/* Base pages, so that the interleave formula is per 4 KiB page */
 	ASSERT_EQ(0, madvise(self->p, LEN, MADV_NOHUGEPAGE));
-	self->migrated = vmstat("pgmigrate_success");
+	self->migrated = proc_field("/proc/vmstat", "pgmigrate_success");
 }
 
 FIXTURE_TEARDOWN(place)
@@ -110,7 +93,7 @@ FIXTURE_TEARDOWN(place)
 	if (_metadata->skip)
 		return;
 	/* Nothing was placed wrong and moved afterwards */
-	EXPECT_EQ(self->migrated, vmstat("pgmigrate_success"));
+	EXPECT_EQ(self->migrated, proc_field("/proc/vmstat", "pgmigrate_success"));
 	munmap(self->p, LEN);
 	close(self->fd);
 }

@@ -92,12 +92,7 @@ static void *mpp_watch_fn(void *arg)
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->finished) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		mpp_progress_deadline(&ts);
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 		if (w->finished)
 			break;

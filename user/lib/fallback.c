@@ -189,12 +189,7 @@ static void mpp_monitor(struct mpp_job *job, struct mpp_progress *progress)
 	while (job->running) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		mpp_progress_deadline(&ts);
 		pthread_cond_timedwait(&job->cond, &job->lock, &ts);
 		if (!job->running)
 			break;

@@ -19,7 +19,10 @@ struct mpp_progress {
 	uint64_t last_ns;
 };
 
+struct timespec;
+
 uint64_t mpp_now_ns(void);
+void mpp_progress_deadline(struct timespec *ts);
 void mpp_progress_init(struct mpp_progress *p,
 		       const struct memprepop_opts *opts, uint64_t total);
 bool mpp_progress_report(struct mpp_progress *p, uint64_t done);

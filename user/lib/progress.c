@@ -15,6 +15,17 @@ uint64_t mpp_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* CLOCK_REALTIME 100 ms from now, for pthread_cond_timedwait() */
+void mpp_progress_deadline(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_nsec += MPP_PROGRESS_NS;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 void mpp_progress_init(struct mpp_progress *p,
 		       const struct memprepop_opts *opts, uint64_t total)
 {

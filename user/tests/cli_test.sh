@@ -7,18 +7,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tool=$here/../bin/memprepop
 [ -x "$tool" ] || tool=memprepop
 shm=${TMPDIR_SHM:-/dev/shm}
-n=0
-failed=0
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n $2"
-	else
-		echo "not ok $n $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/ktap_helpers.sh"
 
 # Runs the tool; $status is its exit status, $out its stdout
 run() {
@@ -92,5 +81,4 @@ run file /proc/version --size 1M
 [ $status = 1 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err
 ok $? "file: refuses a file that is not on hugetlbfs or tmpfs"
 
-echo "# Totals: pass:$((n - failed)) fail:$failed xfail:0 xpass:0 skip:0 error:0"
-[ $failed = 0 ]
+ktap_finish
