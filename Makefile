@@ -50,7 +50,8 @@ MANDIR		?= $(PREFIX)/share/man
 
 .PHONY: all deps module lib tool selftests clean check check-host \
 	check-vm check-kernel check-compat check-install vm demo checkpatch \
-	install uninstall
+	install install-user install-module install-dkms-source uninstall \
+	check-dkms
 
 all: deps module lib tool selftests
 
@@ -170,8 +171,12 @@ check-vm: $(VM_INITRD)
 		--mem-only-node 1024 \
 		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test'
 
+check-dkms: $(VM_INITRD)
+	@packaging/check-dkms $(VERSION) $(KVER) $(VM_INITRD)
+
 # Every stage runs; one that fails without saying so in KTAP still counts
-CHECK_STAGES	:= check-kernel check-compat check-host check-install check-vm
+CHECK_STAGES	:= check-kernel check-compat check-host check-install check-vm \
+		   check-dkms
 
 check: all
 	@set -o pipefail; ( rc=0; for stage in $(CHECK_STAGES); do \
@@ -226,16 +231,40 @@ check-kernel: $(KSFT)/kselftest_harness.h | deps
 
 # --- install --------------------------------------------------------------------
 MANPAGES	:= $(wildcard Documentation/man/*.[0-9])
+# udev reads /usr/lib/udev/rules.d whatever PREFIX is
+UDEVRULESDIR	?= /usr/lib/udev/rules.d
+DOCDIR		?= $(PREFIX)/share/doc/memprepop
+DKMS_SRC	= /usr/src/memprepop-$(VERSION)
 INSTALLED	= $(BINDIR)/memprepop $(LIBDIR)/libmemprepop.a \
 		  $(LIBDIR)/libmemprepop.so.$(SOVERSION).0.0 \
 		  $(LIBDIR)/$(LIB_SONAME) $(LIBDIR)/libmemprepop.so \
 		  $(LIBDIR)/pkgconfig/memprepop.pc $(INCLUDEDIR)/memprepop.h \
 		  $(INCLUDEDIR)/linux/memprepop.h \
+		  $(UDEVRULESDIR)/60-memprepop.rules \
+		  $(DOCDIR)/examples/modules-load.d/memprepop.conf \
 		  $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
-install: lib tool
+install: install-user install-module
+
+# The module, through kbuild, into /lib/modules/<version>/extra/kmod/
+# (unsigned: signing needs the kernel's build key, which headers lack)
+install-module: module
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=extra \
+		CONFIG_MODULE_SIG_ALL= \
+		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
+
+# The module's source where DKMS looks for it (the memprepop-dkms package)
+install-dkms-source:
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/uapi/linux
+	install -m 0644 Kbuild dkms.conf $(DESTDIR)$(DKMS_SRC)/
+	install -m 0644 $(filter-out %.mod.c,$(wildcard kmod/*.c)) kmod/*.h \
+		kmod/Kbuild $(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 0644 uapi/linux/memprepop.h $(DESTDIR)$(DKMS_SRC)/uapi/linux/
+
+install-user: lib tool
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/linux
+		$(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(UDEVRULESDIR) \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d
 	install -m 0755 $(TOOL) $(DESTDIR)$(BINDIR)/memprepop
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
@@ -244,19 +273,29 @@ install: lib tool
 	$(PC_SED) user/lib/memprepop.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/memprepop.pc
 	install -m 0644 user/include/memprepop.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 uapi/linux/memprepop.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 0644 packaging/udev/60-memprepop.rules $(DESTDIR)$(UDEVRULESDIR)/
+	install -m 0644 packaging/modules-load.d/memprepop.conf \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/
 	for m in $(MANPAGES); do \
 	  s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) \
+		$(DESTDIR)/lib/modules/$(KVER)/extra/kmod/memprepop.ko*
+	$(if $(DESTDIR),,depmod $(KVER))
 
 # A program of ours built against the installed library through pkg-config,
 # shared and static; then uninstall leaves nothing behind
-check-install: lib tool
+check-install: lib tool module
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
 	$(MAKE) -s install DESTDIR=$$d PREFIX=/usr/local > $$d/log 2>&1 || \
 	  { cat $$d/log; echo "not ok install: make install"; exit 1; }; \
+	test -e $$d/lib/modules/$(KVER)/extra/kmod/memprepop.ko && \
+	  test -e $$d/usr/lib/udev/rules.d/60-memprepop.rules && \
+	  test -e $$d/usr/local/share/man/man4/memprepop.4 && \
+	  echo "ok install: module in extra/, udev rule, man pages" || \
+	  echo "not ok install: module in extra/, udev rule, man pages"; \
 	export PKG_CONFIG_PATH=$$d/usr/local/lib/pkgconfig \
 	       PKG_CONFIG_SYSROOT_DIR=$$d; \
 	if $(CC) -o $$d/consumer user/tests/consumer.c \
@@ -273,7 +312,7 @@ check-install: lib tool
 	objdump -p $$d/usr/local/lib/libmemprepop.so | grep -q 'SONAME.*$(LIB_SONAME)' && \
 	  echo "ok install: soname $(LIB_SONAME)" || echo "not ok install: soname $(LIB_SONAME)"; \
 	$(MAKE) -s uninstall DESTDIR=$$d PREFIX=/usr/local; \
-	left=$$(find $$d/usr -type f -o -type l | wc -l); \
+	left=$$(find $$d/usr $$d/lib/modules/*/extra -type f -o -type l | wc -l); \
 	[ $$left = 0 ] && echo "ok install: make uninstall removes it all" || \
 	  echo "not ok install: make uninstall leaves $$left files"
 
