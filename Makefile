@@ -51,12 +51,13 @@ MANDIR		?= $(PREFIX)/share/man
 .PHONY: all deps module lib tool selftests clean check check-host \
 	check-vm check-kernel check-compat check-install vm demo checkpatch \
 	install install-user install-module install-dkms-source uninstall \
-	check-dkms
+	check-dkms check-deb
 
 all: deps module lib tool selftests
 
+# NO_DEPS=1: install nothing (a package build, say)
 deps:
-	@scripts/install-deps
+	@$(if $(NO_DEPS),:,scripts/install-deps)
 
 # --- kernel module ----------------------------------------------------------
 module: deps
@@ -68,12 +69,13 @@ $(KO): module
 $(B)/obj/static/%.o: user/lib/%.c user/lib/internal.h user/include/memprepop.h \
 		     uapi/linux/memprepop.h Makefile | deps
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) -D_GNU_SOURCE $(CFLAGS) $(WARN) -c -o $@ $<
+	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) \
+		-c -o $@ $<
 
 $(B)/obj/shared/%.o: user/lib/%.c user/lib/internal.h user/include/memprepop.h \
 		     uapi/linux/memprepop.h Makefile | deps
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC \
+	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC \
 		-c -o $@ $<
 
 $(LIB_A): $(LIB_STATIC_OBJS)
@@ -82,7 +84,7 @@ $(LIB_A): $(LIB_STATIC_OBJS)
 
 $(LIB_SO): $(LIB_SHARED_OBJS) user/lib/libmemprepop.map
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
 		-Wl,--version-script=user/lib/libmemprepop.map -Wl,-z,defs \
 		-o $@ $(LIB_SHARED_OBJS) $(LDLIBS_USER)
 	ln -sf $(@F) $(B)/lib/$(LIB_SONAME)
@@ -104,8 +106,8 @@ TOOL_SRCS	:= $(wildcard user/tool/*.c)
 
 $(TOOL): $(TOOL_SRCS) user/tool/tool.h $(LIB_SO)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) -D_GNU_SOURCE $(CFLAGS) $(WARN) -o $@ \
-		$(TOOL_SRCS) $(LINK_LIB) $(LDLIBS_USER)
+	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) \
+		$(LDFLAGS) -o $@ $(TOOL_SRCS) $(LINK_LIB) $(LDLIBS_USER)
 
 tool: $(TOOL)
 
@@ -174,9 +176,12 @@ check-vm: $(VM_INITRD)
 check-dkms: $(VM_INITRD)
 	@packaging/check-dkms $(VERSION) $(KVER) $(VM_INITRD)
 
+check-deb: | deps
+	@packaging/check-deb $(VERSION) $(KVER)
+
 # Every stage runs; one that fails without saying so in KTAP still counts
 CHECK_STAGES	:= check-kernel check-compat check-host check-install check-vm \
-		   check-dkms
+		   check-dkms check-deb
 
 check: all
 	@set -o pipefail; ( rc=0; for stage in $(CHECK_STAGES); do \
