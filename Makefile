@@ -31,6 +31,7 @@ LIB_SONAME	:= libmemprepop.so.$(SOVERSION)
 PC		:= $(B)/lib/pkgconfig/memprepop.pc
 TOOL		:= $(B)/bin/memprepop
 KO		:= kmod/memprepop.ko
+EXAMPLE		:= $(B)/bin/memprepop-example-vmm
 
 SELFTESTS	:= $(patsubst selftests/%.c,$(B)/selftests/memprepop/%,\
 		   $(wildcard selftests/*_test.c)) \
@@ -48,12 +49,12 @@ LIBDIR		?= $(PREFIX)/lib
 INCLUDEDIR	?= $(PREFIX)/include
 MANDIR		?= $(PREFIX)/share/man
 
-.PHONY: all deps module lib tool selftests clean check check-host \
+.PHONY: all deps module lib tool selftests examples clean check check-host \
 	check-vm check-kernel check-compat check-install vm demo checkpatch \
 	install install-user install-module install-dkms-source uninstall \
-	check-dkms check-deb
+	check-dkms check-deb check-docs htmldocs
 
-all: deps module lib tool selftests
+all: deps module lib tool selftests examples
 
 # NO_DEPS=1: install nothing (a package build, say)
 deps:
@@ -111,6 +112,13 @@ $(TOOL): $(TOOL_SRCS) user/tool/tool.h $(LIB_SO)
 
 tool: $(TOOL)
 
+$(EXAMPLE): examples/vmm.c $(LIB_SO)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $< \
+		$(LINK_LIB) $(LDLIBS_USER)
+
+examples: $(EXAMPLE)
+
 # --- tests --------------------------------------------------------------------
 # The kselftest framework comes from Debian's linux-source-6.1, unpacked here.
 $(KSFT)/kselftest_harness.h: | deps
@@ -120,7 +128,8 @@ $(KSFT)/kselftest_harness.h: | deps
 		--wildcards '*/tools/testing/selftests/kselftest*' \
 		'*/tools/testing/selftests/run_kselftest.sh' \
 		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
-		'*/scripts/const_structs.checkpatch'
+		'*/scripts/const_structs.checkpatch' '*/scripts/kernel-doc' \
+		'*/Documentation/sphinx/*'
 	touch $@
 
 # The harness's EXPECT_*() compare with int literals and its signal handler
@@ -180,8 +189,8 @@ check-deb: | deps
 	@packaging/check-deb $(VERSION) $(KVER)
 
 # Every stage runs; one that fails without saying so in KTAP still counts
-CHECK_STAGES	:= check-kernel check-compat check-host check-install check-vm \
-		   check-dkms check-deb
+CHECK_STAGES	:= check-kernel check-compat check-docs check-host check-install \
+		   check-vm check-dkms check-deb
 
 check: all
 	@set -o pipefail; ( rc=0; for stage in $(CHECK_STAGES); do \
@@ -233,6 +242,20 @@ check-kernel: $(KSFT)/kselftest_harness.h | deps
 	if grep -E 'warning:|error:' $(B)/kbuild.log; \
 	then echo "not ok kernel: W=1 C=2 (sparse) build clean"; \
 	else echo "ok kernel: W=1 C=2 (sparse) build clean"; fi
+
+# --- documentation ----------------------------------------------------------------
+# Sphinx with the kernel's kernel-doc extension (from linux-source), warnings
+# are errors: the ABI pages are pulled from the header's kernel-doc
+htmldocs: $(KSFT)/kselftest_harness.h | deps
+	MEMPREPOP_KSRC=$(CURDIR)/$(KSRC) sphinx-build -q -W --keep-going \
+		-b html Documentation $(B)/htmldocs
+	@echo "documentation in $(B)/htmldocs/index.html"
+
+check-docs: $(KSFT)/kselftest_harness.h | deps
+	@if MEMPREPOP_KSRC=$(CURDIR)/$(KSRC) sphinx-build -q -W --keep-going \
+	     -b html Documentation $(B)/htmldocs > $(B)/htmldocs.log 2>&1; \
+	then echo "ok docs: make htmldocs without a warning"; \
+	else cat $(B)/htmldocs.log; echo "not ok docs: make htmldocs without a warning"; fi
 
 # --- install --------------------------------------------------------------------
 MANPAGES	:= $(wildcard Documentation/man/*.[0-9])

@@ -3,6 +3,8 @@
  * memprepop: faulting a chunk in, writable, the way madvise_populate() does,
  * with the same errno for the same mapping.
  */
+#include <linux/fs.h>
+#include <linux/hugetlb.h>
 #include <linux/magic.h>
 #include <linux/mm.h>
 #include <linux/mmu_context.h>
@@ -17,6 +19,17 @@ static bool mpp_vma_is_secretmem(struct vm_area_struct *vma)
 	/* vma_is_secretmem() is not exported; its files live on SECRETMEM_MAGIC */
 	return vma->vm_file &&
 	       file_inode(vma->vm_file)->i_sb->s_magic == SECRETMEM_MAGIC;
+}
+
+/*
+ * Is @vma locked as mlock() leaves it? mlock_fixup() succeeds on hugetlb,
+ * DAX and VM_SPECIAL mappings without setting VM_LOCKED: their pages are
+ * never reclaimed anyway.
+ */
+static bool mpp_vma_locked(struct vm_area_struct *vma)
+{
+	return (vma->vm_flags & (VM_LOCKED | VM_SPECIAL)) ||
+	       is_vm_hugetlb_page(vma) || vma_is_dax(vma);
 }
 
 /**
@@ -40,7 +53,7 @@ int mpp_check_vma(struct vm_area_struct *vma, u64 flags)
 		return -EINVAL;
 	if (!arch_vma_access_permitted(vma, true, false, false))
 		return -EINVAL;
-	if ((flags & MEMPREPOP_F_LOCK) && !(vma->vm_flags & VM_LOCKED))
+	if ((flags & MEMPREPOP_F_LOCK) && !mpp_vma_locked(vma))
 		return -EINVAL;
 	return 0;
 }

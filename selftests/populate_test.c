@@ -480,6 +480,24 @@ TEST_F(dev, secretmem_like_madvise)
 	close(sfd);
 }
 
+/* mlock() leaves hugetlb mappings as they are: F_LOCK takes them so too */
+TEST_F(dev, lock_hugetlb_like_mlock)
+{
+	size_t len = 4 * HPAGE;
+	struct memprepop_populate req;
+	char *p;
+
+	if (meminfo_field("HugePages_Free") < 4)
+		SKIP(return, "needs 4 free 2 MiB hugetlb pages");
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK, &req));
+	EXPECT_EQ(len, req.populated);
+	munmap(p, len);
+}
+
 /* F_LOCK stops exactly where the mlocked part of the range ends */
 TEST_F(dev, lock_stops_at_unlocked_part)
 {

@@ -40,7 +40,7 @@
  * @abi_version: out, %MEMPREPOP_ABI_VERSION of the module
  * @populate_size: out, size of struct memprepop_populate the module knows;
  *	a caller may use the fields that fit in it
- * @flags: out, every %MEMPREPOP_F_* flag the module accepts
+ * @flags: out, every flag the module accepts (%MEMPREPOP_F_LOCK, ...)
  * @nr_online_nodes: out, number of online NUMA nodes
  * @max_workers: out, most workers one populate call can use (the online CPUs)
  * @online_nodes: out, bit N set when node N (N < 64) is online
@@ -63,7 +63,7 @@ struct memprepop_info {
  * @addr: in, start of the range, page aligned
  * @len: in, length in bytes, rounded up to whole pages like madvise() does;
  *	0 succeeds doing nothing
- * @flags: in, %MEMPREPOP_F_* flags
+ * @flags: in, %MEMPREPOP_F_LOCK, %MEMPREPOP_F_NODE_STATS
  * @populated: out, bytes from @addr up to the first page that is not
  *	populated when the call returns; exact on success and on error
  * @max_workers: in, most workers to use, 0 for the module's choice
@@ -116,8 +116,9 @@ struct memprepop_control {
  * a longer one is zero-filled past what the module knows.
  *
  * Return: 0 on success, or -1 with errno set to:
- * EFAULT: the argument is not writable;
- * EINVAL: the argument is smaller than the first three fields (16 bytes).
+ *
+ * - EFAULT: the argument is not writable;
+ * - EINVAL: the argument is smaller than the first three fields (16 bytes).
  */
 #define MEMPREPOP_IOC_INFO \
 	_IOR(MEMPREPOP_IOC_MAGIC, 0x00, struct memprepop_info)
@@ -132,22 +133,22 @@ struct memprepop_control {
  *
  * Return: 0 on success, or -1 with errno set to (populated is exact in all
  * cases):
- * EINVAL: @addr not page aligned, @addr + @len wraps or passes the end of
- *	the user address space, an unknown flag or a non-zero reserved field,
- *	the argument shorter than %MEMPREPOP_POPULATE_SIZE_VER0, @control not
- *	8-byte aligned; a mapping that
- *	cannot be populated writable (read-only, PROT_NONE, VM_IO or VM_PFNMAP,
- *	secretmem), or with %MEMPREPOP_F_LOCK a part of the range that is not
- *	mlocked;
- * E2BIG: the argument is longer than the module knows and its tail is not
- *	zero;
- * ENOMEM: part of the range is not mapped, or out of memory;
- * EFAULT: a fault failed (SIGBUS or SIGSEGV for a user access: hugetlb pool
- *	exhausted, file hole beyond EOF), or the argument or @control is not
- *	accessible;
- * EHWPOISON: a page is hardware poisoned;
- * EINTR: a fatal signal arrived;
- * ECANCELED: cancelled through @control.
+ *
+ * - EINVAL: @addr not page aligned, @addr + @len wraps or passes the end of
+ *   the user address space, an unknown flag or a non-zero reserved field,
+ *   the argument shorter than %MEMPREPOP_POPULATE_SIZE_VER0, @control not
+ *   8-byte aligned; a mapping that cannot be populated writable (read-only,
+ *   PROT_NONE, VM_IO or VM_PFNMAP, secretmem), or with %MEMPREPOP_F_LOCK a
+ *   part of the range that is not mlocked;
+ * - E2BIG: the argument is longer than the module knows and its tail is not
+ *   zero;
+ * - ENOMEM: part of the range is not mapped, or out of memory;
+ * - EFAULT: a fault failed (SIGBUS or SIGSEGV for a user access: hugetlb
+ *   pool exhausted, file hole beyond EOF), or the argument or @control is
+ *   not accessible;
+ * - EHWPOISON: a page is hardware poisoned;
+ * - EINTR: a fatal signal arrived;
+ * - ECANCELED: cancelled through @control.
  */
 #define MEMPREPOP_IOC_POPULATE \
 	_IOWR(MEMPREPOP_IOC_MAGIC, 0x01, struct memprepop_populate)
