@@ -49,7 +49,7 @@ LIBDIR		?= $(PREFIX)/lib
 INCLUDEDIR	?= $(PREFIX)/include
 MANDIR		?= $(PREFIX)/share/man
 
-.PHONY: all deps module lib tool selftests examples clean check check-host \
+.PHONY: all deps module lib tool selftests examples bench bench-vm clean check check-host \
 	check-vm check-kernel check-compat check-install vm demo checkpatch \
 	install install-user install-module install-dkms-source uninstall \
 	check-dkms check-deb check-docs htmldocs
@@ -118,6 +118,23 @@ $(EXAMPLE): examples/vmm.c $(LIB_SO)
 		$(LINK_LIB) $(LDLIBS_USER)
 
 examples: $(EXAMPLE)
+
+# The benchmark driver, static against the library so that the VM needs
+# nothing more
+BENCH		:= $(B)/bin/prepop-bench
+
+$(BENCH): bench/prepop-bench.c $(LIB_A)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) \
+		$(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_USER)
+
+# make bench [QUICK=1]: on this host; make bench-vm: in the test VM, with
+# the module. Results: results/*.md, *.json, *.png
+bench: $(BENCH) $(TOOL)
+	bench/run $(if $(QUICK),--quick)
+
+bench-vm: $(BENCH) $(VM_INITRD)
+	bench/run $(if $(QUICK),--quick) --vm $(VM_INITRD) $(KVER)
 
 # --- tests --------------------------------------------------------------------
 # The kselftest framework comes from Debian's linux-source-6.1, unpacked here.

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * prepop-bench: every way to make memory ready, measured side by side in
+ * one run. Methods alternate (A B C A B C ...) over fresh mappings after a
+ * warm-up, so that the slow first touch of this machine's RAM and any drift
+ * hit all of them alike; each measurement is one JSON line on stdout, for
+ * bench/report.py to take medians and ratios from.
+ *
+ * Methods: touch (one thread writes a byte per page), madvise (one thread,
+ * MADV_POPULATE_WRITE), map_populate (mmap MAP_POPULATE), mlock, qemu:N
+ * (QEMU's own preallocation with N threads: time to ready minus the same run
+ * without it), fallback:N and module:N (libmemprepop with at most N threads
+ * or workers), memset:N (N threads zeroing memory already populated: the
+ * bandwidth limit). Page kinds: 4k (THP off), thp (THP always), 2m (hugetlb).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <memprepop.h>
+#include <numa.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB		(1ull << 20)
+#define GiB		(1ull << 30)
+#define HPAGE		(2 * MiB)
+#define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
+#define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
+
+extern char **environ;
+
+enum kind { KIND_4K, KIND_THP, KIND_2M };
+static const char *const kind_names[] = { "4k", "thp", "2m" };
+
+struct method {
+	char name[16];
+	unsigned int threads;
+};
+
+struct config {
+	uint64_t sizes[16];
+	int nr_sizes;
+	bool kinds[3];
+	struct method methods[32];
+	int nr_methods;
+	int reps;
+	uint64_t warmup;
+	int policy;		/* MPOL_* for the mapping, MPOL_DEFAULT: none */
+	const char *policy_name;
+	char hugetlbfs[64];	/* a mount for QEMU's hugetlb backend */
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, val, strlen(val));
+	close(fd);
+	return n == (ssize_t)strlen(val) ? 0 : -EIO;
+}
+
+static char *read_file(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f || !fgets(buf, size, f)) {
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+static void *map(uint64_t size, enum kind kind, int extra_flags)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags;
+	void *p;
+
+	if (kind == KIND_2M)
+		flags |= MAP_HUGETLB | (21 << MAP_HUGE_SHIFT);
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static int apply_policy(const struct config *cfg, void *p, uint64_t size)
+{
+	unsigned long mask = cfg->policy == MPOL_PREFERRED ? 2 : 3;
+
+	if (cfg->policy == MPOL_DEFAULT)
+		return 0;
+	return mbind(p, size, cfg->policy, &mask, 64, 0) ? -errno : 0;
+}
+
+struct memset_arg {
+	char *p;
+	size_t len;
+};
+
+static void *memset_fn(void *arg)
+{
+	struct memset_arg *a = arg;
+
+	memset(a->p, 0, a->len);
+	return NULL;
+}
+
+/* N threads zeroing @p, already populated: the bandwidth limit */
+static double timed_memset(char *p, uint64_t size, unsigned int n)
+{
+	struct memset_arg args[64];
+	pthread_t tids[64];
+	unsigned int i;
+	double t0;
+
+	if (n > 64)
+		n = 64;
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		args[i].p = p + size / n * i;
+		args[i].len = i + 1 < n ? size / n : size - size / n * i;
+		pthread_create(&tids[i], NULL, memset_fn, &args[i]);
+	}
+	for (i = 0; i < n; i++)
+		pthread_join(tids[i], NULL);
+	return now() - t0;
+}
+
+/* Seconds QEMU takes to start and quit with this memory backend */
+static double qemu_run(const struct config *cfg, uint64_t size,
+		       enum kind kind, unsigned int threads, bool prealloc)
+{
+	char object[512], mib[32];
+	char *argv[] = {
+		"qemu-system-x86_64", "-machine", "none", "-nodefaults",
+		"-display", "none", "-monitor", "stdio", "-object", object,
+		NULL,
+	};
+	posix_spawn_file_actions_t fa;
+	int in[2], devnull, status;
+	double t0;
+	pid_t pid;
+
+	snprintf(mib, sizeof(mib), "%lluM", (unsigned long long)(size / MiB));
+	if (kind == KIND_2M)
+		snprintf(object, sizeof(object),
+			 "memory-backend-file,id=m,size=%s,mem-path=%s,"
+			 "share=off,prealloc=%s,prealloc-threads=%u", mib,
+			 cfg->hugetlbfs, prealloc ? "on" : "off", threads);
+	else
+		snprintf(object, sizeof(object),
+			 "memory-backend-ram,id=m,size=%s,prealloc=%s,"
+			 "prealloc-threads=%u", mib, prealloc ? "on" : "off",
+			 threads);
+	if (pipe(in))
+		return -1;
+	devnull = open("/dev/null", O_WRONLY);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, devnull, 1);
+	posix_spawn_file_actions_adddup2(&fa, devnull, 2);
+	posix_spawn_file_actions_addclose(&fa, in[1]);
+	t0 = now();
+	if (posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		return -1;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(devnull);
+	/* The monitor reads it once the backend exists, preallocated */
+	if (write(in[1], "quit\n", 5) != 5)
+		t0 = -1;
+	close(in[1]);
+	waitpid(pid, &status, 0);
+	if (t0 < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	return now() - t0;
+}
+
+static void emit(const struct config *cfg, const struct method *m,
+		 enum kind kind, uint64_t size, int rep, double secs,
+		 const char *backend, void *p)
+{
+	uint64_t counts[MEMPREPOP_MAX_NODES] = { 0 };
+	int n, last = 0;
+
+	if (p)
+		memprepop_node_pages(p, size, counts, MEMPREPOP_MAX_NODES);
+	for (n = 0; n < MEMPREPOP_MAX_NODES; n++)
+		if (counts[n])
+			last = n;
+	printf("{\"bench\": \"prepop\", \"method\": \"%s\", \"threads\": %u, "
+	       "\"kind\": \"%s\", \"size\": %llu, \"policy\": \"%s\", "
+	       "\"rep\": %d, \"seconds\": %.6f, \"backend\": \"%s\", "
+	       "\"node_pages\": [", m->name, m->threads, kind_names[kind],
+	       (unsigned long long)size, cfg->policy_name, rep, secs,
+	       backend ? backend : "");
+	for (n = 0; n <= last; n++)
+		printf("%s%llu", n ? ", " : "", (unsigned long long)counts[n]);
+	printf("]}\n");
+	fflush(stdout);
+}
+
+/* One measurement; false when the method cannot run here */
+static bool measure(const struct config *cfg, const struct method *m,
+		    enum kind kind, uint64_t size, int rep)
+{
+	long psz = kind == KIND_2M ? (long)HPAGE : sysconf(_SC_PAGESIZE);
+	const char *backend = NULL;
+	double secs = -1, t0;
+	char *p = NULL;
+	uint64_t off;
+
+	if (!strcmp(m->name, "qemu")) {
+		double with = qemu_run(cfg, size, kind, m->threads, true);
+		double without = qemu_run(cfg, size, kind, m->threads, false);
+
+		if (with < 0 || without < 0)
+			return false;
+		emit(cfg, m, kind, size, rep, with - without, NULL, NULL);
+		return true;
+	}
+	if (!strcmp(m->name, "map_populate")) {
+		t0 = now();
+		p = map(size, kind, MAP_POPULATE);
+		secs = now() - t0;
+		if (!p)
+			return false;
+		goto out;
+	}
+
+	p = map(size, kind, 0);
+	if (!p || apply_policy(cfg, p, size))
+		goto fail;
+	if (kind == KIND_4K)
+		madvise(p, size, MADV_NOHUGEPAGE);
+	else if (kind == KIND_THP)
+		madvise(p, size, MADV_HUGEPAGE);
+
+	t0 = now();
+	if (!strcmp(m->name, "touch")) {
+		for (off = 0; off < size; off += psz)
+			p[off] = 1;
+	} else if (!strcmp(m->name, "madvise")) {
+		if (madvise(p, size, MADV_POPULATE_WRITE))
+			goto fail;
+	} else if (!strcmp(m->name, "mlock")) {
+		if (mlock(p, size))
+			goto fail;
+		secs = now() - t0;
+		munlock(p, size);
+	} else if (!strcmp(m->name, "memset")) {
+		if (madvise(p, size, MADV_POPULATE_WRITE))
+			goto fail;
+		secs = timed_memset(p, size, m->threads);
+	} else {
+		struct memprepop_opts opts = { .max_threads = m->threads };
+		struct memprepop_result res;
+		bool module = !strcmp(m->name, "module");
+
+		if (module && memprepop_backend() != MEMPREPOP_BACKEND_MODULE)
+			goto fail;
+		if (!module)
+			opts.lib_flags = MEMPREPOP_OPT_FALLBACK;
+		if (memprepop_populate(p, size, &opts, &res))
+			goto fail;
+		secs = res.nsecs / 1e9;
+		backend = memprepop_backend_name(res.backend);
+	}
+	if (secs < 0)
+		secs = now() - t0;
+out:
+	emit(cfg, m, kind, size, rep, secs, backend, p);
+	munmap(p, size);
+	return true;
+fail:
+	if (p)
+		munmap(p, size);
+	return false;
+}
+
+static bool parse_sizes(struct config *cfg, char *list)
+{
+	for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+		char *end;
+		uint64_t v = strtoull(s, &end, 10);
+
+		if (*end == 'G')
+			v *= GiB;
+		else if (*end == 'M')
+			v *= MiB;
+		if (!v || cfg->nr_sizes == 16)
+			return false;
+		cfg->sizes[cfg->nr_sizes++] = v;
+	}
+	return cfg->nr_sizes > 0;
+}
+
+static bool parse_methods(struct config *cfg, char *list)
+{
+	for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
+		struct method *m = &cfg->methods[cfg->nr_methods];
+		char *colon = strchr(s, ':');
+
+		if (cfg->nr_methods == 32)
+			return false;
+		m->threads = colon ? atoi(colon + 1) : 1;
+		if (colon)
+			*colon = 0;
+		snprintf(m->name, sizeof(m->name), "%s", s);
+		cfg->nr_methods++;
+	}
+	return cfg->nr_methods > 0;
+}
+
+static void warm_up(uint64_t size)
+{
+	char *p;
+
+	/* The first touch of this machine's memory is slow: do it now */
+	fprintf(stderr, "warming up %llu MiB\n",
+		(unsigned long long)(size / MiB));
+	p = map(size, KIND_4K, 0);
+	if (p) {
+		madvise(p, size, MADV_POPULATE_WRITE);
+		munmap(p, size);
+	}
+}
+
+/* A hugetlbfs mount for QEMU, and the pool for the largest size */
+static void hugetlb_setup(struct config *cfg, uint64_t max_size)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu",
+		 (unsigned long long)(max_size / HPAGE + 8));
+	write_file(NR_HUGEPAGES, buf);
+	snprintf(cfg->hugetlbfs, sizeof(cfg->hugetlbfs),
+		 "/tmp/prepop-bench.XXXXXX");
+	if (!mkdtemp(cfg->hugetlbfs) ||
+	    mount("none", cfg->hugetlbfs, "hugetlbfs", 0, "pagesize=2M"))
+		cfg->hugetlbfs[0] = 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: prepop-bench [--sizes 1G,2G] [--kinds 4k,thp,2m] "
+		"[--methods touch,madvise,...]\n"
+		"                    [--reps N] [--warmup SIZE] "
+		"[--policy none|bind|interleave|preferred]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "sizes", required_argument, NULL, 's' },
+		{ "kinds", required_argument, NULL, 'k' },
+		{ "methods", required_argument, NULL, 'm' },
+		{ "reps", required_argument, NULL, 'r' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
+			      .policy_name = "none" };
+	char thp_saved[64] = "", nr_saved[32] = "", *sel, list[512];
+	uint64_t max_size = 0, warm;
+	int c, i, s, k, rep;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			snprintf(list, sizeof(list), "%s", optarg);
+			if (!parse_sizes(&cfg, list))
+				return usage(), 2;
+			break;
+		case 'k':
+			for (k = 0; k < 3; k++)
+				cfg.kinds[k] = strstr(optarg, kind_names[k]);
+			break;
+		case 'm':
+			snprintf(list, sizeof(list), "%s", optarg);
+			if (!parse_methods(&cfg, list))
+				return usage(), 2;
+			break;
+		case 'r':
+			cfg.reps = atoi(optarg);
+			break;
+		case 'w':
+			cfg.warmup = strtoull(optarg, NULL, 10) * MiB;
+			break;
+		case 'p':
+			cfg.policy_name = optarg;
+			cfg.policy = !strcmp(optarg, "bind") ? MPOL_BIND :
+				     !strcmp(optarg, "interleave") ?
+				     MPOL_INTERLEAVE :
+				     !strcmp(optarg, "preferred") ?
+				     MPOL_PREFERRED : MPOL_DEFAULT;
+			break;
+		default:
+			return usage(), 2;
+		}
+	}
+	if (!cfg.nr_sizes) {
+		snprintf(list, sizeof(list), "1G,2G,4G,8G");
+		parse_sizes(&cfg, list);
+	}
+	if (!cfg.kinds[0] && !cfg.kinds[1] && !cfg.kinds[2])
+		cfg.kinds[0] = cfg.kinds[1] = cfg.kinds[2] = true;
+	if (!cfg.nr_methods) {
+		snprintf(list, sizeof(list),
+			 "touch,madvise,map_populate,mlock,qemu:2,fallback:1,"
+			 "fallback:2,memset:2");
+		parse_methods(&cfg, list);
+	}
+	for (s = 0; s < cfg.nr_sizes; s++)
+		if (cfg.sizes[s] > max_size)
+			max_size = cfg.sizes[s];
+
+	read_file(THP_ENABLED, thp_saved, sizeof(thp_saved));
+	read_file(NR_HUGEPAGES, nr_saved, sizeof(nr_saved));
+	if (cfg.kinds[KIND_2M])
+		hugetlb_setup(&cfg, max_size);
+	warm = cfg.warmup ? cfg.warmup : 2 * max_size;
+	warm_up(warm);
+
+	for (rep = 0; rep < cfg.reps; rep++) {
+		for (k = 0; k < 3; k++) {
+			if (!cfg.kinds[k])
+				continue;
+			/* All methods, QEMU's too, see the same THP setting */
+			if (k != KIND_2M)
+				write_file(THP_ENABLED,
+					   k == KIND_THP ? "always" : "never");
+			for (s = 0; s < cfg.nr_sizes; s++)
+				for (i = 0; i < cfg.nr_methods; i++)
+					if (!measure(&cfg, &cfg.methods[i], k,
+						     cfg.sizes[s], rep) &&
+					    !rep)
+						fprintf(stderr, "%s:%u %s %llu "
+							"MiB: cannot run here\n",
+							cfg.methods[i].name,
+							cfg.methods[i].threads,
+							kind_names[k],
+							(unsigned long long)
+							(cfg.sizes[s] / MiB));
+		}
+	}
+
+	/* Leave the machine as it was */
+	sel = strchr(thp_saved, '[');
+	if (sel) {
+		sel++;
+		sel[strcspn(sel, "]")] = 0;
+		write_file(THP_ENABLED, sel);
+	}
+	if (cfg.hugetlbfs[0]) {
+		umount(cfg.hugetlbfs);
+		rmdir(cfg.hugetlbfs);
+	}
+	if (nr_saved[0])
+		write_file(NR_HUGEPAGES, nr_saved);
+	return 0;
+}

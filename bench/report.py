@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Medians, spreads and ratios of prepop-bench's JSON lines, as a markdown
+table, a JSON summary and gnuplot PNGs.
+
+usage: bench/report.py RESULTS_DIR NAME < measurements.jsonl
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+out_dir, name = sys.argv[1], sys.argv[2]
+os.makedirs(out_dir, exist_ok=True)
+runs = {}
+for line in sys.stdin:
+    line = line.strip()
+    start = line.find('{"bench": "prepop"')
+    if start < 0:
+        continue
+    r = json.loads(line[start:])
+    key = (r["kind"], r["size"], r["policy"], r["method"], r["threads"])
+    runs.setdefault(key, []).append(r)
+
+summary = []
+for key, rs in sorted(runs.items()):
+    kind, size, policy, method, threads = key
+    secs = sorted(r["seconds"] for r in rs)
+    med = statistics.median(secs)
+    nodes = max(rs, key=lambda r: sum(r["node_pages"]))["node_pages"]
+    summary.append({
+        "kind": kind, "size": size, "policy": policy, "method": method,
+        "threads": threads, "runs": len(secs), "median_s": med,
+        "min_s": secs[0], "max_s": secs[-1],
+        "gbps": size / med / 1e9 if med > 0 else 0.0,
+        "node_pages": nodes,
+    })
+
+
+def find(kind, size, policy, method, threads):
+    for s in summary:
+        if (s["kind"], s["size"], s["policy"], s["method"],
+                s["threads"]) == (kind, size, policy, method, threads):
+            return s
+    return None
+
+
+def label(s):
+    m = s["method"]
+    return "%s:%d" % (m, s["threads"]) if m in (
+        "qemu", "fallback", "module", "memset") else m
+
+
+lines = ["# prepop-bench: %s" % name, "",
+         "Medians of %s runs per cell, methods alternated in one run; "
+         "GB/s = size / median. Spread: min..max seconds." %
+         ", ".join(sorted({str(s["runs"]) for s in summary})), ""]
+for kind in ("4k", "thp", "2m"):
+    rows = [s for s in summary if s["kind"] == kind]
+    if not rows:
+        continue
+    lines += ["## %s pages" % kind, "",
+              "| size | policy | method | median s | min..max s | GB/s "
+              "| pages per node |", "|---|---|---|---|---|---|---|"]
+    for s in rows:
+        lines.append("| %d MiB | %s | %s | %.4f | %.4f..%.4f | %.2f | %s |" % (
+            s["size"] >> 20, s["policy"], label(s), s["median_s"],
+            s["min_s"], s["max_s"], s["gbps"],
+            ", ".join(str(n) for n in s["node_pages"])))
+    lines.append("")
+
+# The targets, as ratios within this run
+ratios = []
+sizes = sorted({s["size"] for s in summary})
+policies = sorted({s["policy"] for s in summary})
+for kind in ("4k", "thp", "2m"):
+    for size in sizes:
+        for pol in policies:
+            for n in (1, 2, 4, 8):
+                fb, qm = (find(kind, size, pol, "fallback", n),
+                          find(kind, size, pol, "qemu", n))
+                if fb and qm and qm["median_s"] > 0:
+                    ratios.append(("fallback:%d vs qemu:%d" % (n, n), kind,
+                                   size, pol, qm["median_s"] / fb["median_s"],
+                                   1.0))
+                mo = find(kind, size, pol, "module", n)
+                if mo and fb:
+                    ratios.append(("module:%d vs fallback:%d" % (n, n), kind,
+                                   size, pol, fb["median_s"] / mo["median_s"],
+                                   1.0))
+            m1, m2 = (find(kind, size, pol, "module", 1),
+                      find(kind, size, pol, "module", 2))
+            if m1 and m2:
+                ratios.append(("module:2 vs module:1", kind, size, pol,
+                               m1["median_s"] / m2["median_s"], 1.7))
+            if kind == "thp":
+                pops = [s for s in summary if s["kind"] == "thp" and
+                        s["size"] == size and s["policy"] == pol and
+                        s["method"] in ("fallback", "module")]
+                ms = [s for s in summary if s["kind"] == "thp" and
+                      s["size"] == size and s["policy"] == pol and
+                      s["method"] == "memset"]
+                if pops and ms:
+                    best = max(pops, key=lambda s: s["gbps"])
+                    bw = max(ms, key=lambda s: s["gbps"])
+                    ratios.append(("THP %s vs memset:%d bandwidth" %
+                                   (label(best), bw["threads"]), kind, size,
+                                   pol, best["gbps"] / bw["gbps"], 0.5))
+if ratios:
+    lines += ["## Targets (ratios measured in this run)", "",
+              "| comparison | kind | size | policy | ratio | target | met |",
+              "|---|---|---|---|---|---|---|"]
+    for what, kind, size, pol, ratio, target in ratios:
+        lines.append("| %s | %s | %d MiB | %s | %.3f | >= %.2f | %s |" % (
+            what, kind, size >> 20, pol, ratio, target,
+            "yes" if ratio >= target else "**no**"))
+    lines.append("")
+touch = [s for s in summary if s["kind"] == "4k" and s["method"] == "touch"]
+if touch:
+    t = max(touch, key=lambda s: s["size"])
+    lines += ["Single page fault (one thread touching 4 KiB pages, %d MiB): "
+              "%.3f us per fault." % (t["size"] >> 20,
+                                      t["median_s"] / (t["size"] / 4096) * 1e6),
+              ""]
+
+with open(os.path.join(out_dir, name + ".md"), "w") as f:
+    f.write("\n".join(lines))
+with open(os.path.join(out_dir, name + ".json"), "w") as f:
+    json.dump({"summary": summary, "ratios": [
+        {"comparison": r[0], "kind": r[1], "size": r[2], "policy": r[3],
+         "ratio": r[4], "target": r[5]} for r in ratios]}, f, indent=1)
+
+# Plots: GB/s against size per kind, one line per method
+for kind in ("4k", "thp", "2m"):
+    rows = [s for s in summary if s["kind"] == kind and
+            s["policy"] == policies[0]]
+    if len({s["size"] for s in rows}) < 2:
+        continue
+    methods = sorted({label(s) for s in rows})
+    data = os.path.join(out_dir, "%s-%s.dat" % (name, kind))
+    with open(data, "w") as f:
+        for m in methods:
+            f.write("\"%s\"\n" % m)
+            for s in sorted((s for s in rows if label(s) == m),
+                            key=lambda s: s["size"]):
+                f.write("%d %.4f\n" % (s["size"] >> 20, s["gbps"]))
+            f.write("\n\n")
+    png = os.path.join(out_dir, "%s-%s.png" % (name, kind))
+    script = ("set terminal png size 900,560; set output '%s';"
+              "set title 'populate %s pages (%s)'; set xlabel 'size (MiB)';"
+              "set ylabel 'GB/s'; set logscale x 2; set key outside;"
+              "set grid; plot for [i=0:%d] '%s' index i using 1:2 "
+              "with linespoints title columnheader(1)" %
+              (png, kind, name, len(methods) - 1, data))
+    subprocess.run(["gnuplot", "-e", script], check=False)
+print("\n".join(lines))
