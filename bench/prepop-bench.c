@@ -443,10 +443,11 @@ int main(int argc, char **argv)
 
 	read_file(THP_ENABLED, thp_saved, sizeof(thp_saved));
 	read_file(NR_HUGEPAGES, nr_saved, sizeof(nr_saved));
+	/* Warm up before the hugetlb pool takes its share of memory */
+	warm = cfg.warmup ? cfg.warmup : max_size;
+	warm_up(warm);
 	if (cfg.kinds[KIND_2M])
 		hugetlb_setup(&cfg, max_size);
-	warm = cfg.warmup ? cfg.warmup : 2 * max_size;
-	warm_up(warm);
 
 	for (rep = 0; rep < cfg.reps; rep++) {
 		for (k = 0; k < 3; k++) {

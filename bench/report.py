@@ -147,7 +147,7 @@ for kind in ("4k", "thp", "2m"):
                 f.write("%d %.4f\n" % (s["size"] >> 20, s["gbps"]))
             f.write("\n\n")
     png = os.path.join(out_dir, "%s-%s.png" % (name, kind))
-    script = ("set terminal png size 900,560; set output '%s';"
+    script = ("set terminal png size 900,560 noenhanced; set output '%s';"
               "set title 'populate %s pages (%s)'; set xlabel 'size (MiB)';"
               "set ylabel 'GB/s'; set logscale x 2; set key outside;"
               "set grid; plot for [i=0:%d] '%s' index i using 1:2 "
@@ -155,3 +155,29 @@ for kind in ("4k", "thp", "2m"):
               (png, kind, name, len(methods) - 1, data))
     subprocess.run(["gnuplot", "-e", script], check=False)
 print("\n".join(lines))
+
+# Plots: GB/s against threads at the largest size, one line per method
+for kind in ("4k", "thp", "2m"):
+    rows = [s for s in summary if s["kind"] == kind and
+            s["policy"] == policies[0] and s["size"] == sizes[-1] and
+            s["method"] in ("qemu", "fallback", "module", "memset")]
+    methods = sorted({s["method"] for s in rows})
+    if not rows or len({s["threads"] for s in rows}) < 2:
+        continue
+    data = os.path.join(out_dir, "%s-%s-threads.dat" % (name, kind))
+    with open(data, "w") as f:
+        for m in methods:
+            f.write("\"%s\"\n" % m)
+            for s in sorted((s for s in rows if s["method"] == m),
+                            key=lambda s: s["threads"]):
+                f.write("%d %.4f\n" % (s["threads"], s["gbps"]))
+            f.write("\n\n")
+    png = os.path.join(out_dir, "%s-%s-threads.png" % (name, kind))
+    script = ("set terminal png size 900,560 noenhanced; set output '%s';"
+              "set title 'populate %d MiB of %s pages (%s)';"
+              "set xlabel 'threads or workers'; set ylabel 'GB/s';"
+              "set xtics 1; set key outside; set grid;"
+              "plot for [i=0:%d] '%s' index i using 1:2 "
+              "with linespoints title columnheader(1)" %
+              (png, sizes[-1] >> 20, kind, name, len(methods) - 1, data))
+    subprocess.run(["gnuplot", "-e", script], check=False)

@@ -42,7 +42,7 @@ static void mpp_request_release(struct kref *ref)
 
 	kfree(req->partial);
 	kvfree(req->workers);
-	bitmap_free(req->chunk_done);
+	kvfree(req->chunk_done);
 	kvfree(req->segs);
 	mmput(req->mm);
 	kfree(req);
@@ -261,7 +261,9 @@ static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
 	ret = mpp_plan(req);
 	if (ret)
 		return ret;
-	req->chunk_done = bitmap_zalloc(req->nr_chunks, GFP_KERNEL_ACCOUNT);
+	/* A bit per 16 MiB: 1 MiB for 128 TiB, so not necessarily contiguous */
+	req->chunk_done = kvcalloc(BITS_TO_LONGS(req->nr_chunks),
+				   sizeof(unsigned long), GFP_KERNEL_ACCOUNT);
 	if (!req->chunk_done)
 		return -ENOMEM;
 	ret = mpp_workers_start(req, p->max_workers);
