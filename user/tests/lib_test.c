@@ -333,17 +333,27 @@ TEST_F(lib, progress_reported)
 /* Cancelled from the callback: ECANCELED, populated exact */
 TEST_F(lib, progress_cancels)
 {
-	size_t len = 1024 * MiB;
+	/* Long enough to outlast the first report (100 ms), one thread */
+	size_t len = meminfo_field("MemAvailable") > 4 * 1024 * 1024 ?
+		     2048 * MiB : 1024 * MiB;
 	struct progress_log log = { .monotonic = true, .cancel_after = 1 };
 	struct memprepop_result res;
 	char *p = map_anon(len);
+	int ret;
 
 	RETURN_IF_SKIPPED();
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
 	self->opts.progress = log_progress;
 	self->opts.progress_arg = &log;
-	EXPECT_EQ(-ECANCELED, memprepop_populate(p, len, &self->opts, &res));
+	self->opts.max_threads = 1;
+	ret = memprepop_populate(p, len, &self->opts, &res);
+	if (!ret && log.calls == 1) {
+		munmap(p, len);
+		SKIP(return, "done in %.3f s, before the first report",
+		     res.nsecs / 1e9);
+	}
+	EXPECT_EQ(-ECANCELED, ret);
 	TH_LOG("cancelled at %llu of %zu bytes",
 	       (unsigned long long)res.populated, len);
 	EXPECT_GT(len, res.populated);
