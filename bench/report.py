@@ -131,53 +131,38 @@ with open(os.path.join(out_dir, name + ".json"), "w") as f:
         {"comparison": r[0], "kind": r[1], "size": r[2], "policy": r[3],
          "ratio": r[4], "target": r[5]} for r in ratios]}, f, indent=1)
 
-# Plots: GB/s against size per kind, one line per method
+
+def plot(tag, title, xlabel, rows, xkey, series, extra=""):
+    """One PNG: GB/s against xkey, a line per series(row)."""
+    names = sorted({series(s) for s in rows})
+    data = os.path.join(out_dir, "%s-%s.dat" % (name, tag))
+    with open(data, "w") as f:
+        for n in names:
+            f.write("\"%s\"\n" % n)
+            for s in sorted((s for s in rows if series(s) == n), key=xkey):
+                f.write("%d %.4f\n" % (xkey(s), s["gbps"]))
+            f.write("\n\n")
+    png = os.path.join(out_dir, "%s-%s.png" % (name, tag))
+    script = ("set terminal png size 900,560 noenhanced; set output '%s';"
+              "set title '%s'; set xlabel '%s'; set ylabel 'GB/s';"
+              "%s set key outside; set grid; plot for [i=0:%d] '%s' "
+              "index i using 1:2 with linespoints title columnheader(1)" %
+              (png, title, xlabel, extra, len(names) - 1, data))
+    subprocess.run(["gnuplot", "-e", script], check=False)
+
+
 for kind in ("4k", "thp", "2m"):
+    # GB/s against size, one line per method
     rows = [s for s in summary if s["kind"] == kind and
             s["policy"] == policies[0]]
-    if len({s["size"] for s in rows}) < 2:
-        continue
-    methods = sorted({label(s) for s in rows})
-    data = os.path.join(out_dir, "%s-%s.dat" % (name, kind))
-    with open(data, "w") as f:
-        for m in methods:
-            f.write("\"%s\"\n" % m)
-            for s in sorted((s for s in rows if label(s) == m),
-                            key=lambda s: s["size"]):
-                f.write("%d %.4f\n" % (s["size"] >> 20, s["gbps"]))
-            f.write("\n\n")
-    png = os.path.join(out_dir, "%s-%s.png" % (name, kind))
-    script = ("set terminal png size 900,560 noenhanced; set output '%s';"
-              "set title 'populate %s pages (%s)'; set xlabel 'size (MiB)';"
-              "set ylabel 'GB/s'; set logscale x 2; set key outside;"
-              "set grid; plot for [i=0:%d] '%s' index i using 1:2 "
-              "with linespoints title columnheader(1)" %
-              (png, kind, name, len(methods) - 1, data))
-    subprocess.run(["gnuplot", "-e", script], check=False)
+    if len({s["size"] for s in rows}) >= 2:
+        plot(kind, "populate %s pages (%s)" % (kind, name), "size (MiB)",
+             rows, lambda s: s["size"] >> 20, label, "set logscale x 2;")
+    # GB/s against threads at the largest size, one line per method
+    rows = [s for s in rows if s["size"] == sizes[-1] and s["method"] in
+            ("qemu", "fallback", "module", "memset")]
+    if len({s["threads"] for s in rows}) >= 2:
+        plot(kind + "-threads", "populate %d MiB of %s pages (%s)" %
+             (sizes[-1] >> 20, kind, name), "threads or workers", rows,
+             lambda s: s["threads"], lambda s: s["method"], "set xtics 1;")
 print("\n".join(lines))
-
-# Plots: GB/s against threads at the largest size, one line per method
-for kind in ("4k", "thp", "2m"):
-    rows = [s for s in summary if s["kind"] == kind and
-            s["policy"] == policies[0] and s["size"] == sizes[-1] and
-            s["method"] in ("qemu", "fallback", "module", "memset")]
-    methods = sorted({s["method"] for s in rows})
-    if not rows or len({s["threads"] for s in rows}) < 2:
-        continue
-    data = os.path.join(out_dir, "%s-%s-threads.dat" % (name, kind))
-    with open(data, "w") as f:
-        for m in methods:
-            f.write("\"%s\"\n" % m)
-            for s in sorted((s for s in rows if s["method"] == m),
-                            key=lambda s: s["threads"]):
-                f.write("%d %.4f\n" % (s["threads"], s["gbps"]))
-            f.write("\n\n")
-    png = os.path.join(out_dir, "%s-%s-threads.png" % (name, kind))
-    script = ("set terminal png size 900,560 noenhanced; set output '%s';"
-              "set title 'populate %d MiB of %s pages (%s)';"
-              "set xlabel 'threads or workers'; set ylabel 'GB/s';"
-              "set xtics 1; set key outside; set grid;"
-              "plot for [i=0:%d] '%s' index i using 1:2 "
-              "with linespoints title columnheader(1)" %
-              (png, sizes[-1] >> 20, kind, name, len(methods) - 1, data))
-    subprocess.run(["gnuplot", "-e", script], check=False)
