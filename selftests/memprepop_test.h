@@ -130,14 +130,22 @@ static inline int madvise_populate_write(void *addr, size_t len)
 }
 
 /* MEMPREPOP_IOC_POPULATE as 0 or -errno, with the struct filled. */
-static inline int ioc_populate(int fd, void *addr, size_t len, uint64_t flags,
-			       struct memprepop_populate *req)
+static inline int ioc_populate_workers(int fd, void *addr, size_t len,
+				       uint64_t flags, unsigned int max_workers,
+				       struct memprepop_populate *req)
 {
 	memset(req, 0, sizeof(*req));
 	req->addr = (uintptr_t)addr;
 	req->len = len;
 	req->flags = flags;
+	req->max_workers = max_workers;
 	return ioctl(fd, MEMPREPOP_IOC_POPULATE, req) ? -errno : 0;
+}
+
+static inline int ioc_populate(int fd, void *addr, size_t len, uint64_t flags,
+			       struct memprepop_populate *req)
+{
+	return ioc_populate_workers(fd, addr, len, flags, 0, req);
 }
 
 /* An anonymous private mapping, or NULL. */

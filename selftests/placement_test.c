@@ -108,11 +108,7 @@ static int mbind_nodes(void *p, size_t len, int mode, unsigned long mask)
 static int populate(int fd, void *p, size_t len, unsigned int max_workers,
 		    struct memprepop_populate *req)
 {
-	memset(req, 0, sizeof(*req));
-	req->addr = (uintptr_t)p;
-	req->len = len;
-	req->max_workers = max_workers;
-	return ioctl(fd, MEMPREPOP_IOC_POPULATE, req) ? -errno : 0;
+	return ioc_populate_workers(fd, p, len, 0, max_workers, req);
 }
 
 TEST_F(place, vma_bind_each_node)
