@@ -148,7 +148,13 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		mpp_stop(req, reached, err);
 		return;
 	}
-	/* Stopped below the chunk's end: remember where, for a kill */
+	/*
+	 * Stopped below the chunk's end. Only a kill (or cancel) leaves chunks
+	 * below the lowest failure incomplete, and after one a thread stops
+	 * for good: one record per thread, so remember just those.
+	 */
+	if (!READ_ONCE(req->killed))
+		return;
 	spin_lock(&req->lock);
 	if (req->nr_partial < req->nr_workers + 1) {
 		req->partial[req->nr_partial].chunk = chunk->index;
