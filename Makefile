@@ -52,7 +52,7 @@ MANDIR		?= $(PREFIX)/share/man
 .PHONY: all deps module lib tool selftests examples bench bench-vm clean check check-host \
 	check-vm check-kernel check-compat check-install vm demo checkpatch \
 	install install-user install-module install-dkms-source uninstall \
-	check-dkms check-deb check-docs htmldocs
+	check-dkms check-deb check-docs htmldocs check-debug
 
 all: deps module lib tool selftests examples
 
@@ -214,6 +214,43 @@ check: all
 	    $(MAKE) -s --no-print-directory $$stage || \
 	      { echo "not ok check: make $$stage failed"; rc=1; }; \
 	  done; exit $$rc ) 2>&1 | tee $(B)/check.log | selftests/ktap-summary
+
+# --- the debug kernel (not part of make check: its first build takes long) --
+# Debian's 6.12 source built once with kernel/configs/debug.config and
+# testvm/debug-kernel.config (cached, see testvm/debug-kernel); the module
+# built against it; every selftest, the fuzzer at full length, fault
+# injection and the stress run in a guest with a third, CPU-less node. Any
+# splat, kmemleak report or hung task fails it.
+DEBUG_B		:= $(B)/debug
+DEBUG_FUZZ_ITERS ?= 100000
+DEBUG_STRESS_SECS ?= 120
+DEBUG_TIMEOUT	?= 10800
+DEBUG_RUN	:= for f in /selftests/*/settings; do \
+		     echo timeout=$(DEBUG_TIMEOUT) > $$f; done; \
+		   MEMPREPOP_FUZZ_ITERS=$(DEBUG_FUZZ_ITERS) \
+		   MEMPREPOP_STRESS_SECS=$(DEBUG_STRESS_SECS) \
+		   /selftests/run_kselftest.sh
+
+check-debug: all
+	@set -o pipefail; ( \
+	  tree=$$(testvm/debug-kernel) || \
+	    { echo "not ok debug: debug kernel built"; exit 1; }; \
+	  echo "ok debug: debug kernel $$(cat $$tree/include/config/kernel.release) ($$tree)"; \
+	  rm -rf $(DEBUG_B); mkdir -p $(DEBUG_B)/mod; \
+	  cp -r Kbuild kmod uapi $(DEBUG_B)/mod/; \
+	  if $(MAKE) -C $$tree M=$(CURDIR)/$(DEBUG_B)/mod W=1 modules \
+	       > $(DEBUG_B)/build.log 2>&1 && \
+	     ! grep -qE 'warning:|error:' $(DEBUG_B)/build.log; \
+	  then echo "ok debug: module builds against it (W=1)"; \
+	  else cat $(DEBUG_B)/build.log; \
+	       echo "not ok debug: module builds against it (W=1)"; exit 1; fi; \
+	  testvm/mkinitramfs $(B) $(KSRC) $(DEBUG_B)/initramfs.cpio \
+	    $(DEBUG_B)/mod/kmod/memprepop.ko && \
+	  testvm/run --initrd $(DEBUG_B)/initramfs.cpio \
+	    --kernel $$tree/arch/x86/boot/bzImage --node-mem 2048 \
+	    --mem-only-node 1024 --timeout $$(($(DEBUG_TIMEOUT) + 600)) \
+	    --run '$(DEBUG_RUN)' \
+	) 2>&1 | tee $(B)/check-debug.log | selftests/ktap-summary
 
 demo: $(VM_INITRD)
 	testvm/run --initrd $(VM_INITRD) --kver $(KVER) --run '/usr/share/memprepop/demo'

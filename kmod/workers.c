@@ -8,7 +8,8 @@
  * such CPUs is served by the nearest node that has them. Workers are kernel
  * threads that belong to the caller as its own threads would: they are
  * attached to all of the caller's cgroups (cpu time, cpuset, hugetlb and
- * memory limits; the vhost pattern) and never run outside its CPU mask. All
+ * memory limits; the vhost pattern), run at its nice level and never outside
+ * its CPU mask. All
  * are created before any of them starts faulting.
  */
 #include <linux/cgroup.h>
@@ -186,6 +187,16 @@ static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 		goto out_free_pol;
 	}
 	w->task = task;
+	/*
+	 * It works for the caller: at the caller's nice level, not above it,
+	 * and failing where fault injection would fail the caller's own
+	 * faults (make-it-fail, for failslab and fail_page_alloc's
+	 * task-filter)
+	 */
+	set_user_nice(task, task_nice(current));
+#ifdef CONFIG_FAULT_INJECTION
+	task->make_it_fail = current->make_it_fail;
+#endif
 
 	/* Attach first: a cpuset attach resets the CPU mask */
 	ret = 0;

@@ -2,28 +2,45 @@
 /*
  * A seeded, reproducible ioctl fuzzer: random and edge-case command
  * numbers, sizes, flags, reserved and trailing bytes, addresses (unaligned,
- * kernel, wrapping, holes, PROT_NONE, hugetlb without pool) and lengths,
- * while another thread unmaps, remaps, re-protects and DONTNEEDs the same
- * arena. Every call must end with an errno from the ABI and a populated
- * within the range; the test VM fails the run on any kernel splat.
+ * kernel, wrapping, holes, PROT_NONE, VM_PFNMAP, userfaultfd-armed, hugetlb
+ * with and without a pool) and lengths, while another thread unmaps,
+ * remaps, mremaps, re-protects, DONTNEEDs and forks the same arena, and a
+ * third kills the calling process at a random time; it is started again,
+ * with the next seed, until all the calls are made. Every call must end
+ * with an errno from the ABI and a populated within the range; the test VM
+ * fails the run on any kernel splat or leak.
  *
+ * The calls of a seed are the same from run to run; where the killer
+ * strikes, and how the arena changes under a call, are up to timing.
  * MEMPREPOP_FUZZ_SEED and MEMPREPOP_FUZZ_ITERS override the defaults.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
+#include "uffd_helpers.h"
 
 #define ARENA		(24 * MiB)
 #define PIECES		12
+#define UFFD_LEN	(2 * MiB)
+
+/* Across the fuzzing processes, in shared memory */
+struct tally {
+	unsigned long calls, bad, churn, forks, kills;
+	unsigned long by_errno[256];
+};
 
 struct fuzz {
+	struct tally *t;
 	char *arena;
+	uint64_t special[4];	/* [vvar], /dev/mem, two uffd-armed ranges */
 	unsigned int seed;
 	volatile bool stop;
-	unsigned long churn;
 };
 
 /* Keeps changing the arena under the populate calls */
@@ -35,8 +52,9 @@ static void *churn(void *arg)
 
 	while (!f->stop) {
 		char *q = f->arena + (rand_r(&seed) % PIECES) * piece;
+		char *to = f->arena + (rand_r(&seed) % PIECES) * piece;
 
-		switch (rand_r(&seed) % 5) {
+		switch (rand_r(&seed) % 8) {
 		case 0:
 			munmap(q, piece);
 			break;
@@ -50,16 +68,43 @@ static void *churn(void *arg)
 			break;
 		case 3:
 			madvise(q, piece, MADV_DONTNEED);
+			madvise((void *)(uintptr_t)f->special[2], UFFD_LEN,
+				MADV_DONTNEED);
 			break;
 		case 4:
 			mmap(q, piece, PROT_READ | PROT_WRITE,
 			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED |
 			     MAP_HUGETLB | MAP_NORESERVE, -1, 0);
 			break;
+		case 5:
+			mremap(q, piece, piece, MREMAP_MAYMOVE | MREMAP_FIXED,
+			       to);
+			break;
+		case 6:		/* the arena shared copy-on-write for a while */
+			if (!fork()) {
+				usleep(rand_r(&seed) % 5000);
+				_exit(0);
+			}
+			__atomic_add_fetch(&f->t->forks, 1, __ATOMIC_RELAXED);
+			break;
+		case 7:
+			mprotect(q, piece, PROT_READ);
+			break;
 		}
-		f->churn++;
+		__atomic_add_fetch(&f->t->churn, 1, __ATOMIC_RELAXED);
 		usleep(rand_r(&seed) % 2000);
 	}
+	return NULL;
+}
+
+/* SIGKILLs the process, mid-call or not, after a random while */
+static void *killer(void *arg)
+{
+	struct fuzz *f = arg;
+	unsigned int seed = f->seed ^ 0xdead;
+
+	usleep(20000 + rand_r(&seed) % 500000);
+	kill(getpid(), SIGKILL);
 	return NULL;
 }
 
@@ -69,13 +114,18 @@ static uint64_t pick_addr(struct fuzz *f, unsigned int *seed)
 		0, 1, 4095, 4096, 0x7fffffffe000ULL, 0x800000000000ULL,
 		0xffff800000000000ULL, ~0ULL & ~4095ULL, ~0ULL,
 	};
-	uint64_t base = (uintptr_t)f->arena;
+	uint64_t base = (uintptr_t)f->arena, sp;
 
-	switch (rand_r(seed) % 6) {
+	switch (rand_r(seed) % 8) {
 	case 0:
 		return odd[rand_r(seed) % (sizeof(odd) / sizeof(odd[0]))];
 	case 1:		/* unaligned, in the arena */
 		return base + rand_r(seed) % ARENA;
+	case 2:		/* VM_PFNMAP or userfaultfd-armed, when there */
+		sp = f->special[rand_r(seed) % 4];
+		if (sp)
+			return sp;
+		/* fall through */
 	default:	/* a page of the arena, or just before it */
 		return base + ((int64_t)(rand_r(seed) % (ARENA / 4096 + 8)) -
 			       4) * 4096;
@@ -106,31 +156,76 @@ static bool errno_allowed(int err)
 	}
 }
 
-TEST(fuzz_ioctl)
+/* The [vvar] mapping: VM_PFNMAP in every x86-64 process */
+static uint64_t find_vvar(void)
 {
-	const char *env_seed = getenv("MEMPREPOP_FUZZ_SEED");
-	const char *env_iters = getenv("MEMPREPOP_FUZZ_ITERS");
-	unsigned long iters = env_iters ? strtoul(env_iters, NULL, 0) : 1500;
-	struct fuzz f = { .seed = env_seed ? strtoul(env_seed, NULL, 0) :
-				 20261130 };
-	unsigned long calls = 0, bad = 0, by_errno[256] = { 0 };
-	unsigned int seed = f.seed;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	unsigned long lo = 0;
+	char line[256];
+
+	if (!maps)
+		return 0;
+	while (fgets(line, sizeof(line), maps))
+		if (strstr(line, "[vvar]") && sscanf(line, "%lx-", &lo) == 1)
+			break;
+	fclose(maps);
+	return lo;
+}
+
+/* Maps the special ranges; the uffd handler thread serves special[2] */
+static void map_special(struct fuzz *f, struct uffd_handler *h,
+			pthread_t *serve)
+{
+	int fd = open("/dev/mem", O_RDWR | O_CLOEXEC);
+	void *p;
+
+	f->special[0] = find_vvar();
+	if (fd >= 0) {
+		/* The first page of physical memory: remap_pfn_range() */
+		p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
+		if (p != MAP_FAILED)
+			f->special[1] = (uintptr_t)p;
+		close(fd);
+	}
+	p = map_anon(UFFD_LEN);
+	h->uffd = p ? uffd_arm(p, UFFD_LEN, 0) : -1;
+	h->zero = calloc(1, page_size());
+	if (h->uffd >= 0 && h->zero &&
+	    !pthread_create(serve, NULL, uffd_serve, h))
+		f->special[2] = (uintptr_t)p;
+	/* Armed with no handler: faults get SIGBUS, populate EFAULT */
+	p = map_anon(UFFD_LEN);
+	if (p && uffd_arm(p, UFFD_LEN, UFFD_FEATURE_SIGBUS) >= 0)
+		f->special[3] = (uintptr_t)p;
+}
+
+/* One fuzzing process: calls until the tally has @iters, or killed */
+static void fuzz_calls(struct tally *t, unsigned int gen_seed,
+		       unsigned long iters, bool kill_me)
+{
+	struct fuzz f = { .t = t, .seed = gen_seed };
+	unsigned int seed = gen_seed;
 	union {
 		struct memprepop_populate req;
 		unsigned char bytes[256];
 	} buf;
+	struct uffd_handler h = { 0 };
 	struct memprepop_control ctl;
-	pthread_t tid;
+	pthread_t tid, serve, kill_tid;
 	int fd;
 
+	signal(SIGCHLD, SIG_IGN);	/* the churn's children reap themselves */
 	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
 	f.arena = map_anon(ARENA);
-	ASSERT_NE(NULL, f.arena);
-	TH_LOG("seed %u, %lu calls", f.seed, iters);
-	ASSERT_EQ(0, pthread_create(&tid, NULL, churn, &f));
+	if (fd < 0 || !f.arena)
+		_exit(2);
+	map_special(&f, &h, &serve);
+	if (pthread_create(&tid, NULL, churn, &f) ||
+	    (kill_me && pthread_create(&kill_tid, NULL, killer, &f)))
+		_exit(2);
 
-	for (; calls < iters; calls++) {
+	while (__atomic_add_fetch(&t->calls, 1, __ATOMIC_RELAXED) <= iters) {
 		unsigned int size = sizeof(buf.req), nr = 1, dir;
 		int ret, err;
 
@@ -145,6 +240,7 @@ TEST(fuzz_ioctl)
 		case 0:
 			buf.req.control = (uintptr_t)&ctl;
 			memset(&ctl, 0, sizeof(ctl));
+			ctl.cancel = rand_r(&seed) % 4 == 0;
 			break;
 		case 1:
 			buf.req.control = pick_addr(&f, &seed);
@@ -174,29 +270,109 @@ TEST(fuzz_ioctl)
 		ret = ioctl(fd, _IOC(dir, MEMPREPOP_IOC_MAGIC, nr, size),
 			    &buf);
 		err = ret ? errno : 0;
-		by_errno[err & 255]++;
-		if (!errno_allowed(err)) {
-			bad++;
-			TH_LOG("call %lu: unexpected errno %d", calls, err);
+		__atomic_add_fetch(&t->by_errno[err & 255], 1,
+				   __ATOMIC_RELAXED);
+		/* ECANCELED: the control block asked for it, or so it read */
+		if (!errno_allowed(err) &&
+		    !(err == ECANCELED && buf.req.control)) {
+			__atomic_add_fetch(&t->bad, 1, __ATOMIC_RELAXED);
+			fprintf(stderr, "# seed %u: unexpected errno %d\n",
+				gen_seed, err);
 		}
 		/* populated never beyond the range asked for */
 		if (nr == 1 && dir == (_IOC_READ | _IOC_WRITE) &&
 		    size >= MEMPREPOP_POPULATE_SIZE_VER0 && ret == 0 &&
 		    buf.req.populated > ((buf.req.len + 4095) & ~4095ULL)) {
-			bad++;
-			TH_LOG("call %lu: populated %llu past len %llu", calls,
-			       (unsigned long long)buf.req.populated,
-			       (unsigned long long)buf.req.len);
+			__atomic_add_fetch(&t->bad, 1, __ATOMIC_RELAXED);
+			fprintf(stderr, "# seed %u: populated %llu past %llu\n",
+				gen_seed,
+				(unsigned long long)buf.req.populated,
+				(unsigned long long)buf.req.len);
 		}
 	}
 	f.stop = true;
+	h.stop = true;
 	pthread_join(tid, NULL);
-	TH_LOG("%lu calls, %lu arena changes: ok %lu, EINVAL %lu, E2BIG %lu, "
-	       "ENOMEM %lu, EFAULT %lu, ENOTTY %lu", calls, f.churn,
-	       by_errno[0], by_errno[EINVAL], by_errno[E2BIG],
-	       by_errno[ENOMEM], by_errno[EFAULT], by_errno[ENOTTY]);
-	EXPECT_EQ(0, bad);
-	close(fd);
+	_exit(0);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+TEST(fuzz_ioctl)
+{
+	const char *env_seed = getenv("MEMPREPOP_FUZZ_SEED");
+	const char *env_iters = getenv("MEMPREPOP_FUZZ_ITERS");
+	unsigned long iters = env_iters ? strtoul(env_iters, NULL, 0) : 1500;
+	unsigned int seed = env_seed ? strtoul(env_seed, NULL, 0) : 20261130;
+	unsigned int gen, failed = 0;
+	size_t pool_len = 0;
+	double t0 = now();
+	struct tally *t;
+	char *pool = MAP_FAILED;
+
+	if (access(MEMPREPOP_DEVICE, R_OK | W_OK))
+		SKIP(return, "no %s", MEMPREPOP_DEVICE);
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, t);
+	memset(t, 0, sizeof(*t));
+	TH_LOG("seed %u, %lu calls", seed, iters);
+
+	for (gen = 0; t->calls < iters; gen++) {
+		unsigned int gen_seed = seed + gen * 0x9e3779b9U;
+		int status;
+		pid_t pid;
+
+		/*
+		 * Every other process meets hugetlb without a pool: this one
+		 * holds every free huge page of the default size meanwhile
+		 */
+		if (gen % 2) {
+			pool_len = meminfo_field("HugePages_Free") *
+				   meminfo_field("Hugepagesize") * KiB;
+			pool = pool_len ? mmap(NULL, pool_len,
+					       PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS |
+					       MAP_HUGETLB | MAP_POPULATE,
+					       -1, 0) : MAP_FAILED;
+			if (pool == MAP_FAILED)
+				pool_len = 0;
+		}
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			fuzz_calls(t, gen_seed, iters, gen % 4 != 3);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			t->kills++;
+		else if (!WIFEXITED(status) || WEXITSTATUS(status))
+			failed++;
+		if (pool_len) {
+			munmap(pool, pool_len);
+			pool_len = 0;
+		}
+	}
+	if (t->calls > iters)
+		t->calls = iters;
+	TH_LOG("%lu calls in %u processes (%lu killed) in %.1f s, %lu arena "
+	       "changes, %lu forks: ok %lu, EINVAL %lu, E2BIG %lu, ENOMEM %lu, "
+	       "EFAULT %lu, ENOTTY %lu, ECANCELED %lu", t->calls, gen,
+	       t->kills, now() - t0, t->churn, t->forks, t->by_errno[0],
+	       t->by_errno[EINVAL], t->by_errno[E2BIG], t->by_errno[ENOMEM],
+	       t->by_errno[EFAULT], t->by_errno[ENOTTY],
+	       t->by_errno[ECANCELED]);
+	EXPECT_EQ(0, t->bad);
+	EXPECT_EQ(0, failed);
+	/* The killer struck at least once, and not every time */
+	EXPECT_LT(0, t->kills);
+	EXPECT_LT(0, t->by_errno[0]);
+	munmap(t, sizeof(*t));
 }
 
 TEST_HARNESS_MAIN

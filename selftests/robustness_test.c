@@ -5,8 +5,6 @@
  * racing with it, a descriptor passed to another process.
  */
 #define _GNU_SOURCE
-#include <linux/userfaultfd.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -16,6 +14,7 @@
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
+#include "uffd_helpers.h"
 
 static double now(void)
 {
@@ -157,63 +156,6 @@ TEST(kill_leaks_no_worker)
 	EXPECT_STREQ(before, after);
 }
 
-struct uffd_handler {
-	int uffd;
-	int faults;
-	char *zero;
-	volatile bool stop;
-};
-
-static void *uffd_serve(void *arg)
-{
-	struct uffd_handler *h = arg;
-	struct uffd_msg msg;
-
-	while (!h->stop) {
-		struct pollfd pfd = { .fd = h->uffd, .events = POLLIN };
-		struct uffdio_copy copy;
-
-		if (poll(&pfd, 1, 100) <= 0)
-			continue;
-		if (read(h->uffd, &msg, sizeof(msg)) != sizeof(msg))
-			return NULL;
-		if (msg.event != UFFD_EVENT_PAGEFAULT)
-			continue;
-		copy.dst = msg.arg.pagefault.address & ~(page_size() - 1);
-		copy.src = (uintptr_t)h->zero;
-		copy.len = page_size();
-		copy.mode = 0;
-		if (!ioctl(h->uffd, UFFDIO_COPY, &copy)) {
-			h->faults++;
-		} else {
-			struct uffdio_range wake = {
-				.start = copy.dst, .len = page_size(),
-			};
-
-			ioctl(h->uffd, UFFDIO_WAKE, &wake);
-		}
-	}
-	return NULL;
-}
-
-static int uffd_arm(void *p, size_t len)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = {
-		.range = { .start = (uintptr_t)p, .len = len },
-		.mode = UFFDIO_REGISTER_MODE_MISSING,
-	};
-	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-
-	if (uffd < 0)
-		return -1;
-	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
-		close(uffd);
-		return -1;
-	}
-	return uffd;
-}
-
 /* A userfaultfd-armed range is faulted by the caller, whose handler answers */
 TEST(userfaultfd_served)
 {
@@ -227,7 +169,7 @@ TEST(userfaultfd_served)
 	ASSERT_NE(NULL, p);
 	ASSERT_LE(0, fd);
 	h.zero = calloc(1, page_size());
-	h.uffd = uffd_arm(p, len);
+	h.uffd = uffd_arm(p, len, 0);
 	if (h.uffd < 0)
 		SKIP(return, "userfaultfd: %s", strerror(errno));
 	ASSERT_EQ(0, pthread_create(&tid, NULL, uffd_serve, &h));
@@ -253,7 +195,7 @@ TEST(userfaultfd_unanswered_killable)
 		char *p = map_anon(32 * MiB);
 		int fd = open_dev();
 
-		if (uffd_arm(p, 32 * MiB) < 0)
+		if (uffd_arm(p, 32 * MiB, 0) < 0)
 			_exit(4);
 		_exit(ioc_populate(fd, p, 32 * MiB, 0, &req) ? 1 : 0);
 	}
