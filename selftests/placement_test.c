@@ -66,6 +66,9 @@ static void pin_to_cpu(int cpu)
 	sched_setaffinity(0, sizeof(set), &set);
 }
 
+/* Pages moved by others during a test, at most */
+#define MIGRATED_ELSEWHERE	32
+
 FIXTURE(place)
 {
 	int fd;
@@ -92,8 +95,15 @@ FIXTURE_TEARDOWN(place)
 {
 	if (_metadata->skip)
 		return;
-	/* Nothing was placed wrong and moved afterwards */
-	EXPECT_EQ(self->migrated, proc_field("/proc/vmstat", "pgmigrate_success"));
+	/*
+	 * Nothing was placed wrong and moved afterwards. The counter is the
+	 * machine's: kcompactd or NUMA balancing may move a few pages of
+	 * others meanwhile (seen on the debug kernel), while placing this
+	 * range wrong and fixing it up would move thousands.
+	 */
+	EXPECT_GT(MIGRATED_ELSEWHERE,
+		  proc_field("/proc/vmstat", "pgmigrate_success") -
+		  self->migrated);
 	munmap(self->p, LEN);
 	close(self->fd);
 }
