@@ -21,24 +21,12 @@
 #define DEBUGFS		"/sys/kernel/debug/"
 #define RANGE		(32 * MiB)
 
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -EIO;
-}
-
 static int attr(const char *inj, const char *name, const char *val)
 {
 	char path[128];
 
 	snprintf(path, sizeof(path), DEBUGFS "%s/%s", inj, name);
-	return write_str(path, val);
+	return write_file(path, val);
 }
 
 /* Arm @inj for this task (and its workers) once @space is used up */
@@ -68,15 +56,7 @@ static void disarm(const char *inj)
 
 static long module_refcnt(void)
 {
-	FILE *f = fopen("/sys/module/memprepop/refcnt", "r");
-	long n = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &n) != 1)
-			n = -1;
-		fclose(f);
-	}
-	return n;
+	return read_long("/sys/module/memprepop/refcnt");
 }
 
 /* Workers drop their references as they exit, just after the call returns */

@@ -303,14 +303,6 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 	_exit(0);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Longer than the harness's 30 s default allows: the runner's timeout (the
  * settings file) is what bounds it.

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/memprepop.h>
@@ -121,6 +122,42 @@ static inline long meminfo_field(const char *key)
 static inline long status_field_kb(const char *key)
 {
 	return proc_field("/proc/self/status", key);
+}
+
+/* CLOCK_MONOTONIC in seconds */
+static inline double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Writes @s to a sysfs, procfs or debugfs file: 0, or -1 */
+static inline int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, s, strlen(s));
+	close(fd);
+	return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+/* The number a one-number file holds, or -1 */
+static inline long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
 }
 
 /* madvise(MADV_POPULATE_WRITE) as 0 or -errno: the reference behaviour. */

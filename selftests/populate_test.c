@@ -402,19 +402,6 @@ TEST_F(dev, tmpfs_file_shared)
 #define HUGE_1G_FREE \
 	"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
 
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 TEST_F(dev, hugetlb_memfd_1g)
 {
 	size_t len = 1024 * MiB;

@@ -16,14 +16,6 @@
 #include "memprepop_test.h"
 #include "uffd_helpers.h"
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int open_dev(void)
 {
 	return open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
@@ -42,18 +34,6 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
 	close(fd);
 	buf[total] = 0;
 	return total;
-}
-
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_TRUNC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, s, strlen(s));
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
 #define TRACING	"/sys/kernel/tracing"

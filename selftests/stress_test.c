@@ -52,14 +52,6 @@ struct proc {
 	int fd;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* A new range in slot @i: anonymous, shared or hugetlb, maybe lock-on-fault */
 static void remap_slot(struct proc *p, unsigned int i, unsigned int *seed)
 {
