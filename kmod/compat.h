@@ -7,6 +7,7 @@
 
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
+#include <linux/pagevec.h>
 #include <linux/version.h>
 
 /* 6.5 dropped the vmas argument of get_user_pages_remote() */
@@ -33,6 +34,37 @@ static inline bool mpp_mode_is_interleave(unsigned short mode)
 		return true;
 #endif
 	return mode == MPOL_INTERLEAVE;
+}
+
+/*
+ * Before 6.9, madvise(MADV_POPULATE_WRITE) walked the range VMA by VMA as
+ * every madvise() does: a hole was remembered as ENOMEM and the walk went
+ * on, the first failing mapping ended it with its own errno. Since 6.9
+ * (commit "mm/madvise: make MADV_POPULATE_(READ|WRITE) handle
+ * VM_FAULT_RETRY properly") it faults page by page and the first hole ends
+ * it with ENOMEM. memprepop does what the madvise() of the kernel it runs
+ * on does.
+ */
+#define MPP_HOLES_STOP	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0))
+
+/*
+ * lru_add_drain(), which madvise's populate calls when it has faulted, is
+ * not exported; releasing an empty batch drains this CPU's LRU and mlock
+ * batches the same way (6.5 replaced the pagevec with the folio_batch).
+ */
+static inline void mpp_lru_add_drain(void)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+	struct folio_batch fbatch;
+
+	folio_batch_init(&fbatch);
+	__folio_batch_release(&fbatch);
+#else
+	struct pagevec pvec;
+
+	pagevec_init(&pvec);
+	__pagevec_release(&pvec);
+#endif
 }
 
 #endif /* _MEMPREPOP_COMPAT_H */

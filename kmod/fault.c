@@ -9,6 +9,7 @@
 #include <linux/mm.h>
 #include <linux/mmu_context.h>
 #include <linux/sched/signal.h>
+#include <linux/userfaultfd_k.h>
 
 #include "compat.h"
 #include "memprepop.h"
@@ -34,16 +35,16 @@ static bool mpp_vma_locked(struct vm_area_struct *vma)
 
 /**
  * mpp_check_vma() - can @vma be populated writable, as requested?
+ * @req: the request
  * @vma: the mapping
- * @flags: %MEMPREPOP_F_* of the request
  *
- * Mirrors check_vma_flags() for a FOLL_WRITE fault, which madvise_populate()
- * reports as EINVAL. Protection keys are checked against the current task:
- * in the caller that is what madvise does; a kernel thread has no keys.
+ * Mirrors check_vma_flags() for a FOLL_WRITE fault by the caller, which
+ * madvise_populate() reports as EINVAL, protection keys included: they are
+ * checked against the rights the caller had when it called, whoever faults.
  *
  * Return: 0, or -EINVAL.
  */
-int mpp_check_vma(struct vm_area_struct *vma, u64 flags)
+int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma)
 {
 	if (vma->vm_flags & (VM_IO | VM_PFNMAP))
 		return -EINVAL;
@@ -51,9 +52,9 @@ int mpp_check_vma(struct vm_area_struct *vma, u64 flags)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_WRITE))
 		return -EINVAL;
-	if (!arch_vma_access_permitted(vma, true, false, false))
+	if (!mpp_identity_may_write(&req->id, vma))
 		return -EINVAL;
-	if ((flags & MEMPREPOP_F_LOCK) && !mpp_vma_locked(vma))
+	if ((req->flags & MEMPREPOP_F_LOCK) && !mpp_vma_locked(vma))
 		return -EINVAL;
 	return 0;
 }
@@ -72,16 +73,40 @@ static int mpp_gup_errno(long err)
 	}
 }
 
-static void mpp_count_nodes(struct page **pages, long nr, u64 *node_pages)
+/*
+ * Count the nodes of the pages of [start, end), just populated, with
+ * mmap_lock held. A lookup of its own, apart from the populate, so that
+ * counting never changes what is populated or the errno: a page that
+ * get_user_pages() cannot return (a special mapping's) is not counted.
+ * FOLL_FORCE reads through a NUMA-balancing PROT_NONE entry on 6.1 without
+ * a hinting fault, as 6.12 does by default.
+ */
+static noinline void mpp_count_nodes(struct mm_struct *mm,
+				     unsigned long start, unsigned long end,
+				     u64 *node_pages)
 {
-	long i;
+	struct page *pages[16];
 
-	for (i = 0; i < nr; i++) {
-		int nid = page_to_nid(pages[i]);
+	while (start < end) {
+		unsigned long nr = min_t(unsigned long,
+					 (end - start) >> PAGE_SHIFT,
+					 ARRAY_SIZE(pages));
+		long got, i;
 
-		if (nid < MEMPREPOP_STAT_NODES)
-			node_pages[nid]++;
-		put_page(pages[i]);
+		got = mpp_get_user_pages_remote(mm, start, nr, FOLL_FORCE,
+						pages, NULL);
+		if (got <= 0) {
+			start += PAGE_SIZE;
+			continue;
+		}
+		for (i = 0; i < got; i++) {
+			int nid = page_to_nid(pages[i]);
+
+			if (nid < MEMPREPOP_STAT_NODES)
+				node_pages[nid]++;
+			put_page(pages[i]);
+		}
+		start += got << PAGE_SHIFT;
 	}
 }
 
@@ -105,6 +130,35 @@ static bool mpp_should_stop(struct mpp_request *req, unsigned long addr,
 	return addr >= READ_ONCE(req->stop_at);
 }
 
+/*
+ * Fault in [addr, addr + nr pages) of @vma's mm, writable. A worker keeps
+ * mmap_lock throughout (no FAULT_FLAG_ALLOW_RETRY): the mapping it checked
+ * cannot become userfaultfd-armed under it, and no fault of it ever waits
+ * for a userfaultfd handler. It stays on one CPU until it has drained that
+ * CPU's LRU batch, so that every page it faulted is on the LRU (and, in an
+ * mlocked range, unevictable) when the call returns, as after madvise().
+ * The caller lets the fault path drop the lock, as madvise() does.
+ */
+static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
+			    unsigned long nr, bool caller, int *locked)
+{
+	long got;
+
+	if (caller) {
+		got = mpp_get_user_pages_remote(mm, addr, nr,
+						FOLL_WRITE | FOLL_HWPOISON,
+						NULL, locked);
+		mpp_lru_add_drain();
+		return got;
+	}
+	migrate_disable();
+	got = mpp_get_user_pages_remote(mm, addr, nr,
+					FOLL_WRITE | FOLL_HWPOISON, NULL, NULL);
+	mpp_lru_add_drain();
+	migrate_enable();
+	return got;
+}
+
 /**
  * mpp_fault_chunk() - populate one chunk of a request
  * @req: the request
@@ -114,29 +168,26 @@ static bool mpp_should_stop(struct mpp_request *req, unsigned long addr,
  * @reached: set to the end of what was populated from @chunk->start
  *
  * Faults in batches of %MPP_GUP_BATCH pages, looking up the VMA again after
- * every time the fault path dropped mmap_lock, and stops early when the
- * request is stopped below the chunk's end or killed.
+ * every time mmap_lock was dropped, and stops early when the request is
+ * stopped below the chunk's end or killed. The caller faults a
+ * userfaultfd-armed mapping a page at a time and every %MPP_SYNC_MS tells
+ * @control how far the call got, so that a cancel is seen however slowly
+ * the handler answers; a worker leaves such a mapping to the caller.
  *
  * Return: 0 when the whole chunk was populated, -ECANCELED when it was
- * stopped, or the errno madvise(MADV_POPULATE_WRITE) would give.
+ * stopped, %MPP_HANDOFF when a worker met a userfaultfd-armed mapping at
+ * @reached, or the errno madvise(MADV_POPULATE_WRITE) would give.
  */
 int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		    bool caller, u64 *node_pages, unsigned long *reached)
 {
-	/* With node statistics, a smaller batch whose pages are counted */
-	struct page *batch[64];
-	struct page **pages = NULL;
+	bool stats = req->flags & MEMPREPOP_F_NODE_STATS;
 	struct mm_struct *mm = req->mm;
 	struct vm_area_struct *vma = NULL;
 	unsigned long addr = chunk->start;
-	unsigned long max_nr = MPP_GUP_BATCH;
+	bool retried = false;
 	int locked = 1;
 	int ret = 0;
-
-	if (req->flags & MEMPREPOP_F_NODE_STATS) {
-		pages = batch;
-		max_nr = ARRAY_SIZE(batch);
-	}
 
 	if (mpp_mmap_read_lock(mm, caller)) {
 		ret = -EINTR;
@@ -144,6 +195,7 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 	}
 
 	while (addr < chunk->end) {
+		bool dropped = false;
 		unsigned long nr;
 		long got;
 
@@ -159,32 +211,56 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 				ret = -ENOMEM;
 				break;
 			}
-			ret = mpp_check_vma(vma, req->flags);
+			ret = mpp_check_vma(req, vma);
 			if (ret)
 				break;
+			if (!caller && userfaultfd_armed(vma)) {
+				ret = MPP_HANDOFF;
+				break;
+			}
 		}
 
 		nr = (min(chunk->end, vma->vm_end) - addr) >> PAGE_SHIFT;
-		nr = min(nr, max_nr);
-		got = mpp_get_user_pages_remote(mm, addr, nr,
-						FOLL_WRITE | FOLL_HWPOISON,
-						pages, &locked);
-		if (got > 0) {
-			if (pages)
-				mpp_count_nodes(pages, got, node_pages);
-			addr += got << PAGE_SHIFT;
-		}
+		nr = min(nr, userfaultfd_armed(vma) ? 1UL : MPP_GUP_BATCH);
+		got = mpp_fault_pages(mm, addr, nr, caller, &locked);
 		if (!locked) {
 			vma = NULL;
+			dropped = true;
 			if (mpp_mmap_read_lock(mm, caller)) {
 				ret = -EINTR;
 				goto out;
 			}
 			locked = 1;
 		}
-		if (got <= 0) {
+		if (got > 0) {
+			if (stats)
+				mpp_count_nodes(mm, addr, addr + got * PAGE_SIZE,
+						node_pages);
+			atomic64_add(got * PAGE_SIZE, &req->bytes_done);
+			addr += got << PAGE_SHIFT;
+			retried = false;
+		} else if (dropped && !retried) {
+			/*
+			 * The fault path dropped the lock and then failed on
+			 * the mapping it found again: look it up once more, as
+			 * madvise() does, for its errno (a mapping gone is
+			 * ENOMEM, one changed may be EINVAL).
+			 */
+			retried = true;
+			continue;
+		} else {
 			ret = got ? mpp_gup_errno(got) : -EFAULT;
 			break;
+		}
+		if (caller && time_after_eq(jiffies, req->next_sync)) {
+			/* @control is user memory: never touched under the lock */
+			mmap_read_unlock(mm);
+			mpp_control_sync(req);
+			vma = NULL;
+			if (mpp_mmap_read_lock(mm, caller)) {
+				ret = -EINTR;
+				goto out;
+			}
 		}
 		cond_resched();
 	}

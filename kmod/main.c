@@ -68,6 +68,8 @@ static long memprepop_ioctl_populate(void __user *uarg, size_t usize)
 	/* A thread without an mm (a kernel thread) has nothing to populate */
 	if (!current->mm)
 		return -EINVAL;
+	/* As madvise() takes it: a tagged pointer names the same memory */
+	req.addr = untagged_addr(req.addr);
 
 	ret = memprepop_populate(current->mm, &req);
 

@@ -1,21 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * memprepop: internal interfaces. A populate call is a refcounted request:
- * the caller plans it (policy.c), per-node workers fault its chunks in
- * (workers.c, fault.c), and the caller collects the result (populate.c).
+ * the caller plans it (policy.c), per-node workers that take on the caller's
+ * identity (identity.c) fault its chunks in (workers.c, fault.c), and the
+ * caller collects the result (populate.c).
  */
 #ifndef _MEMPREPOP_H
 #define _MEMPREPOP_H
 
-#include <linux/completion.h>
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mempolicy.h>
 #include <linux/memprepop.h>
 #include <linux/nodemask.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/compiler_types.h>
+#include <uapi/linux/sched/types.h>
 
+struct cgroup_subsys_state;
+struct cred;
+struct css_set;
+struct mem_cgroup;
 struct mm_struct;
 struct task_struct;
 struct vm_area_struct;
@@ -29,6 +36,40 @@ struct vm_area_struct;
 #define MPP_MIN_PER_WORKER	(8UL << 20)
 /* Pages per get_user_pages_remote() call: how often a worker looks up. */
 #define MPP_GUP_BATCH		512UL
+/* How often the caller tells @control its progress and reads @cancel */
+#define MPP_SYNC_MS		100
+/* A worker faulted at a userfaultfd-armed mapping: the caller takes over */
+#define MPP_HANDOFF		1
+
+/**
+ * struct mpp_identity - what makes a worker's faults the caller's own
+ * @cred: the caller's credentials, for capable() and fsuid checks
+ * @memcg: the memory cgroup charged for page cache and kernel memory
+ * @sched: the caller's scheduling policy, priority, nice and clamps
+ * @make_it_fail: the caller's fault-injection filter
+ * @pkru: the caller's protection-key rights (x86), checked on every
+ *	mapping a worker faults, as the caller's own fault would
+ * @pids: the caller's pids controller state, charged like a fork per
+ *	worker attached to the caller's cgroups; NULL when not limited
+ */
+struct mpp_identity {
+	const struct cred *cred;
+	struct mem_cgroup *memcg;
+	struct sched_attr sched;
+	int make_it_fail;
+	u32 pkru;
+	struct css_set *pids;
+};
+
+/**
+ * struct mpp_identity_saved - a worker's own identity while it is the caller
+ * @cred: its own credentials
+ * @memcg: its own active memory cgroup
+ */
+struct mpp_identity_saved {
+	const struct cred *cred;
+	struct mem_cgroup *memcg;
+};
 
 /**
  * struct mpp_segment - a run of the range that one placement rule covers
@@ -75,9 +116,34 @@ struct mpp_worker {
 };
 
 /**
+ * struct mpp_chunk - a piece of a segment, claimed by one thread
+ * @seg: its segment
+ * @index: its index among all chunks of the request
+ * @start: first address
+ * @end: end address
+ */
+struct mpp_chunk {
+	struct mpp_segment *seg;
+	unsigned long index;
+	unsigned long start;
+	unsigned long end;
+};
+
+/**
+ * struct mpp_handoff - the rest of a chunk a worker leaves to the caller
+ * @node: in &mpp_request.handoffs
+ * @chunk: what is left of the chunk
+ */
+struct mpp_handoff {
+	struct list_head node;
+	struct mpp_chunk chunk;
+};
+
+/**
  * struct mpp_request - one MEMPREPOP_IOC_POPULATE call
  * @ref: held by the caller and by each worker
  * @mm: the caller's mm, with a user reference
+ * @id: the caller's identity, which its workers take on
  * @flags: %MEMPREPOP_F_* of the call
  * @start: start of the range
  * @end: end of the range
@@ -94,22 +160,27 @@ struct mpp_worker {
  * @stop_at: nothing at or above it is populated any more: the lowest
  *	failure, or the end of what the plan could cover
  * @err: the errno of the failure at @stop_at
+ * @hole_at: the first hole the plan stepped over, on kernels whose
+ *	madvise() goes on past holes (compat.h); @end when none
  * @killed: a fatal signal reached the caller, or it was cancelled;
  *	everyone stops
  * @abort_err: why the call was stopped other than by a failure in the
  *	range: -ECANCELED through @control, -EFAULT for a bad @control
  * @control: where the caller follows the progress, or NULL
- * @bytes_done: bytes of the chunks completed so far
+ * @next_sync: jiffies when the caller next syncs @control
+ * @bytes_done: bytes populated so far
  * @partial: per chunk that a kill interrupted, where it stopped
  * @nr_partial: entries in @partial
+ * @handoffs: chunks workers left to the caller, under @lock
  * @workers: the workers, @nr_workers of them
  * @nr_workers: number of workers
  * @active: workers still running
- * @done: completed when the last worker stops
+ * @wq: the caller waits here for the workers and for handoffs
  */
 struct mpp_request {
 	struct kref ref;
 	struct mm_struct *mm;
+	struct mpp_identity id;
 	u64 flags;
 	unsigned long start;
 	unsigned long end;
@@ -121,37 +192,26 @@ struct mpp_request {
 	unsigned long nr_chunks;
 	unsigned long *chunk_done;
 
-	spinlock_t lock;		/* @stop_at, @err, @partial */
+	spinlock_t lock;	/* @stop_at, @err, @partial, @handoffs */
 	unsigned long stop_at;
 	int err;
+	unsigned long hole_at;
 	bool killed;
 	int abort_err;
 	struct memprepop_control __user *control;
+	unsigned long next_sync;
 	atomic64_t bytes_done;
 	struct {
 		unsigned long chunk;
 		unsigned long addr;
 	} *partial;
 	unsigned int nr_partial;
+	struct list_head handoffs;
 
 	struct mpp_worker *workers;
 	unsigned int nr_workers;
 	atomic_t active;
-	struct completion done;
-};
-
-/**
- * struct mpp_chunk - a piece of a segment, claimed by one thread
- * @seg: its segment
- * @index: its index among all chunks of the request
- * @start: first address
- * @end: end address
- */
-struct mpp_chunk {
-	struct mpp_segment *seg;
-	unsigned long index;
-	unsigned long start;
-	unsigned long end;
+	wait_queue_head_t wq;
 };
 
 /* populate.c */
@@ -162,6 +222,9 @@ bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
 	       struct mpp_chunk *chunk);
 void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		      unsigned long reached, int err);
+void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
+		 unsigned long reached);
+void mpp_control_sync(struct mpp_request *req);
 
 /* policy.c */
 int mpp_plan(struct mpp_request *req);
@@ -169,11 +232,22 @@ void mpp_policy_init(struct mpp_request *req);
 void mpp_policy_enter(struct mempolicy *pol);
 void mpp_policy_leave(void);
 
+/* identity.c */
+int mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
+void mpp_identity_destroy(struct mpp_identity *id);
+int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task);
+void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
+			struct mpp_identity_saved *saved);
+void mpp_identity_leave(struct mm_struct *mm,
+			struct mpp_identity_saved *saved);
+bool mpp_identity_may_write(const struct mpp_identity *id,
+			    struct vm_area_struct *vma);
+
 /* workers.c */
 int mpp_workers_start(struct mpp_request *req, unsigned int max_workers);
 
 /* fault.c */
-int mpp_check_vma(struct vm_area_struct *vma, u64 flags);
+int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
 int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		    bool caller, u64 *node_pages, unsigned long *reached);
 

@@ -191,9 +191,11 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
  * mpp_plan() - cut the range into segments, each with its placement
  * @req: the request, in the caller's context
  *
- * Walks the VMAs once. A hole or a mapping that cannot be populated ends the
- * plan there, and the request is stopped at that address with madvise's
- * errno for it: everything below is still populated.
+ * Walks the VMAs once. A mapping that cannot be populated ends the plan
+ * there, and the request is stopped at that address with madvise's errno
+ * for it: everything below is still populated. A hole does the same where
+ * the running kernel's madvise() stops at holes; before 6.9 it is stepped
+ * over and remembered, as madvise() remembers ENOMEM and goes on (compat.h).
  *
  * Return: 0, -EINTR or -ENOMEM.
  */
@@ -212,11 +214,18 @@ int mpp_plan(struct mpp_request *req)
 		nodemask_t nodes;
 		int err;
 
+		if (!vma && !MPP_HOLES_STOP) {
+			req->hole_at = min(req->hole_at, addr);
+			vma = find_vma(mm, addr);
+			if (!vma || vma->vm_start >= req->end)
+				break;
+			addr = vma->vm_start;
+		}
 		if (!vma) {
 			mpp_stop(req, addr, -ENOMEM);
 			break;
 		}
-		err = mpp_check_vma(vma, req->flags);
+		err = mpp_check_vma(req, vma);
 		if (err) {
 			mpp_stop(req, addr, err);
 			break;

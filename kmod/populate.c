@@ -2,9 +2,14 @@
 /*
  * memprepop: a populate call from start to end. The caller validates the
  * range, plans it (policy.c), starts the workers (workers.c), faults in what
- * only it may fault, waits, and works out exactly how far the range got.
+ * only it may fault (userfaultfd-armed mappings, found when planning or
+ * handed back by a worker), and works out exactly how far the range got.
+ * The caller never waits for a worker where a fatal signal cannot end the
+ * wait: a killed caller returns at once, and the workers, which hold their
+ * own references, stop within a batch and go away on their own.
  */
 #include <linux/bitmap.h>
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -31,15 +36,22 @@ static struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
 	req->start = start;
 	req->end = end;
 	req->stop_at = end;
+	req->hole_at = end;
 	spin_lock_init(&req->lock);
-	init_completion(&req->done);
+	INIT_LIST_HEAD(&req->handoffs);
+	init_waitqueue_head(&req->wq);
+	mpp_identity_init(&req->id, mm);
 	return req;
 }
 
 static void mpp_request_release(struct kref *ref)
 {
 	struct mpp_request *req = container_of(ref, struct mpp_request, ref);
+	struct mpp_handoff *h, *tmp;
 
+	list_for_each_entry_safe(h, tmp, &req->handoffs, node)
+		kfree(h);
+	mpp_identity_destroy(&req->id);
 	kfree(req->partial);
 	kvfree(req->workers);
 	kvfree(req->chunk_done);
@@ -139,7 +151,6 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 {
 	if (!err) {
 		set_bit(chunk->index, req->chunk_done);
-		atomic64_add(chunk->end - chunk->start, &req->bytes_done);
 		return;
 	}
 	if (err == -EINTR)
@@ -164,11 +175,130 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 	spin_unlock(&req->lock);
 }
 
+/**
+ * mpp_handoff() - leave the rest of a chunk to the calling thread
+ * @req: the request
+ * @chunk: the chunk, populated from its start up to @reached
+ * @reached: where a worker found a userfaultfd-armed mapping
+ *
+ * Faults in a userfaultfd-armed mapping wait for its handler, and only the
+ * caller can be killed out of that wait: such a mapping, found by a worker
+ * at any lookup, is the caller's to fault.
+ */
+void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
+		 unsigned long reached)
+{
+	struct mpp_handoff *h;
+
+	h = kmalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h) {
+		mpp_chunk_finish(req, chunk, reached, -ENOMEM);
+		return;
+	}
+	h->chunk = *chunk;
+	h->chunk.start = reached;
+	spin_lock(&req->lock);
+	list_add_tail(&h->node, &req->handoffs);
+	spin_unlock(&req->lock);
+	wake_up(&req->wq);
+}
+
+static bool mpp_take_handoff(struct mpp_request *req, struct mpp_chunk *chunk)
+{
+	struct mpp_handoff *h;
+
+	spin_lock(&req->lock);
+	h = list_first_entry_or_null(&req->handoffs, struct mpp_handoff,
+				     node);
+	if (h)
+		list_del(&h->node);
+	spin_unlock(&req->lock);
+	if (!h)
+		return false;
+	*chunk = h->chunk;
+	kfree(h);
+	return true;
+}
+
+static bool mpp_has_handoff(struct mpp_request *req)
+{
+	bool has;
+
+	spin_lock(&req->lock);
+	has = !list_empty(&req->handoffs);
+	spin_unlock(&req->lock);
+	return has;
+}
+
+/**
+ * mpp_control_sync() - tell @control how far the call got, read @cancel
+ * @req: the request, in the caller's context, without mmap_lock
+ *
+ * A control the caller cannot write or read fails the call with EFAULT.
+ */
+void mpp_control_sync(struct mpp_request *req)
+{
+	u32 cancel;
+
+	req->next_sync = jiffies + msecs_to_jiffies(MPP_SYNC_MS);
+	if (!req->control || req->abort_err)
+		return;
+	if (put_user(atomic64_read(&req->bytes_done), &req->control->done) ||
+	    get_user(cancel, &req->control->cancel))
+		req->abort_err = -EFAULT;
+	else if (cancel)
+		req->abort_err = -ECANCELED;
+	if (req->abort_err)
+		mpp_kill(req);
+}
+
+/*
+ * The calling thread's share: the segments only it may fault, then what
+ * workers hand back, until the last worker is done. Every wait ends at a
+ * fatal signal, and at least every MPP_SYNC_MS the progress goes to
+ * @control and a cancel is read from it.
+ *
+ * Returns 0, or -EINTR when the caller was killed: the workers are then
+ * not waited for.
+ */
+static int mpp_caller_work(struct mpp_request *req, u64 *node_pages)
+{
+	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS);
+	unsigned int next_seg = 0;
+	struct mpp_chunk chunk;
+
+	req->next_sync = jiffies + tick;
+	for (;;) {
+		unsigned long reached;
+		long ret;
+
+		if (mpp_claim(req, NUMA_NO_NODE, &next_seg, &chunk) ||
+		    mpp_take_handoff(req, &chunk)) {
+			ret = mpp_fault_chunk(req, &chunk, true, node_pages,
+					      &reached);
+			mpp_chunk_finish(req, &chunk, reached, ret);
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			continue;
+		}
+		if (!atomic_read(&req->active) && !mpp_has_handoff(req))
+			return 0;
+		ret = wait_event_killable_timeout(req->wq,
+						  !atomic_read(&req->active) ||
+						  mpp_has_handoff(req), tick);
+		if (ret < 0)
+			return -EINTR;
+		if (time_after_eq(jiffies, req->next_sync))
+			mpp_control_sync(req);
+	}
+}
+
 /*
  * The end of what is populated from the start of the range. Chunks below the
  * lowest failure all complete unless the caller is killed, so it is: the
  * start of the first chunk that did not complete, or the failure in it, or
- * where a kill stopped it; never past the lowest failure.
+ * where a kill stopped it; never past the lowest failure, nor past a hole
+ * the plan stepped over.
  */
 static unsigned long mpp_populated_end(struct mpp_request *req)
 {
@@ -190,72 +320,12 @@ static unsigned long mpp_populated_end(struct mpp_request *req)
 			end = stop_at;
 		break;
 	}
+	spin_lock(&req->lock);
 	for (i = 0; i < req->nr_partial; i++)
 		if (req->partial[i].chunk == first)
 			end = req->partial[i].addr;
-	return min(end, stop_at);
-}
-
-/* The calling thread's share: segments that only it may fault */
-static void mpp_caller_work(struct mpp_request *req, u64 *node_pages)
-{
-	unsigned int next_seg = 0;
-	struct mpp_chunk chunk;
-
-	while (mpp_claim(req, NUMA_NO_NODE, &next_seg, &chunk)) {
-		unsigned long reached;
-		int ret;
-
-		ret = mpp_fault_chunk(req, &chunk, true, node_pages, &reached);
-		mpp_chunk_finish(req, &chunk, reached, ret);
-	}
-}
-
-/*
- * Tell the caller's @control how far the call got, and read whether it is
- * cancelled: in the caller's context, without mmap_lock. A control the
- * caller cannot write or read fails the call with EFAULT.
- */
-static void mpp_control_sync(struct mpp_request *req)
-{
-	u32 cancel;
-
-	if (!req->control)
-		return;
-	if (put_user(atomic64_read(&req->bytes_done), &req->control->done) ||
-	    get_user(cancel, &req->control->cancel))
-		req->abort_err = -EFAULT;
-	else if (cancel)
-		req->abort_err = -ECANCELED;
-	if (req->abort_err)
-		mpp_kill(req);
-}
-
-/*
- * Wait for the workers without holding mmap_lock, every 100 ms telling the
- * caller's control how far they got. A fatal signal or a cancel stops them;
- * they are still waited for, so that none touches the mm after the return.
- */
-static void mpp_wait_workers(struct mpp_request *req)
-{
-	unsigned long tick = req->control ? msecs_to_jiffies(100) :
-					    MAX_SCHEDULE_TIMEOUT;
-	long ret;
-
-	if (!req->nr_workers)
-		return;
-	for (;;) {
-		ret = wait_for_completion_killable_timeout(&req->done, tick);
-		if (ret > 0)
-			return;
-		if (ret < 0)
-			break;
-		mpp_control_sync(req);
-		if (READ_ONCE(req->killed))
-			break;
-	}
-	mpp_kill(req);
-	wait_for_completion(&req->done);
+	spin_unlock(&req->lock);
+	return min3(end, stop_at, req->hole_at);
 }
 
 static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
@@ -279,8 +349,13 @@ static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
 				       req->flags, req->nr_workers,
 				       req->nr_segs);
 
-	mpp_caller_work(req, p->node_pages);
-	mpp_wait_workers(req);
+	ret = mpp_caller_work(req, p->node_pages);
+	if (ret) {
+		/* Killed: the workers stop on their own, not waited for */
+		mpp_kill(req);
+		p->populated = mpp_populated_end(req) - req->start;
+		return ret;
+	}
 
 	p->workers = req->nr_workers ? req->nr_workers : 1;
 	for (i = 0; i < req->nr_workers; i++) {
@@ -291,16 +366,20 @@ static int mpp_run(struct mpp_request *req, struct memprepop_populate *p)
 	}
 	p->populated = mpp_populated_end(req) - req->start;
 	/* The last word on progress; a cancel this late changes nothing */
-	if (req->control && put_user(atomic64_read(&req->bytes_done),
-				     &req->control->done) && !req->abort_err)
+	if (req->control && !req->abort_err &&
+	    put_user(atomic64_read(&req->bytes_done), &req->control->done))
 		req->abort_err = -EFAULT;
 
 	if (fatal_signal_pending(current))
 		return -EINTR;
 	if (req->abort_err)
 		return req->abort_err;
+	if (req->stop_at < req->end)
+		return req->err;
+	if (req->hole_at < req->end)
+		return -ENOMEM;
 	if (req->start + p->populated < req->end)
-		return req->err ? req->err : -EINTR;
+		return -EINTR;
 	return 0;
 }
 
@@ -325,16 +404,26 @@ int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *p)
 	p->nsecs = 0;
 	memset(p->node_pages, 0, sizeof(p->node_pages));
 
-	/* The same range checks as do_madvise(), and the end within TASK_SIZE */
+	/* The range checks of do_madvise(), no more: see compat.h for holes */
 	if (!PAGE_ALIGNED(p->addr))
 		return -EINVAL;
 	len = PAGE_ALIGN(p->len);
 	if (p->len && !len)
 		return -EINVAL;
-	if (p->addr > TASK_SIZE || len > TASK_SIZE - p->addr)
+	if (p->addr + len < p->addr)
 		return -EINVAL;
 	if (!IS_ALIGNED(p->control, sizeof(u64)))
 		return -EINVAL;
+	if (p->control) {
+		struct memprepop_control __user *ctl =
+			u64_to_user_ptr(p->control);
+		u32 reserved;
+
+		if (get_user(reserved, &ctl->__reserved))
+			return -EFAULT;
+		if (reserved)
+			return -EINVAL;
+	}
 	if (!len)
 		return 0;
 

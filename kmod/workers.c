@@ -6,28 +6,119 @@
  * node that the caller may run on, one per CPU at most and one per
  * MPP_MIN_PER_WORKER of its share at most; a node with memory but without
  * such CPUs is served by the nearest node that has them. Workers are kernel
- * threads that belong to the caller as its own threads would: they are
- * attached to all of the caller's cgroups (cpu time, cpuset, hugetlb and
- * memory limits; the vhost pattern), run at its nice level and never outside
- * its CPU mask. All
- * are created before any of them starts faulting.
+ * threads that take on the caller's identity (identity.c) and never run
+ * outside its CPU mask. All are created before any of them starts faulting.
+ *
+ * Kernel threads are a shared resource, so they are bounded: at most one
+ * per online CPU for all the concurrent calls of one process, and at most
+ * max_threads in the whole system. A worker that cannot be had (a bound, a
+ * pids limit, no memory) only means fewer workers: with none, the caller
+ * faults the range itself, as madvise() would.
  */
-#include <linux/cgroup.h>
 #include <linux/cpumask.h>
+#include <linux/hashtable.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/topology.h>
 
 #include "memprepop.h"
 
+static unsigned int max_threads;
+module_param(max_threads, uint, 0644);
+MODULE_PARM_DESC(max_threads,
+		 "Most worker threads in the system at once (0: 4 per online CPU)");
+
+/**
+ * struct mpp_mm_threads - worker threads working for one mm
+ * @node: in mpp_mm_threads_hash
+ * @mm: the mm, kept alive by the requests of the threads
+ * @nr: its live worker threads
+ */
+struct mpp_mm_threads {
+	struct hlist_node node;
+	struct mm_struct *mm;
+	unsigned int nr;
+};
+
+static DEFINE_SPINLOCK(mpp_threads_lock);
+static DEFINE_HASHTABLE(mpp_mm_threads_hash, 6);
+static unsigned int mpp_nr_threads;
+
+static struct mpp_mm_threads *mpp_mm_threads_find(struct mm_struct *mm)
+{
+	struct mpp_mm_threads *t;
+
+	hash_for_each_possible(mpp_mm_threads_hash, t, node, (unsigned long)mm)
+		if (t->mm == mm)
+			return t;
+	return NULL;
+}
+
+/*
+ * Take up to @want thread slots for @mm, within the bound per process and
+ * the bound of the system. Returns how many it took.
+ */
+static unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want)
+{
+	unsigned int sys_max = READ_ONCE(max_threads) ?: 4 * num_online_cpus();
+	unsigned int mm_max = num_online_cpus();
+	struct mpp_mm_threads *t, *new;
+	unsigned int got = 0;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return 0;
+	spin_lock(&mpp_threads_lock);
+	t = mpp_mm_threads_find(mm);
+	if (!t) {
+		t = new;
+		t->mm = mm;
+		hash_add(mpp_mm_threads_hash, &t->node, (unsigned long)mm);
+		new = NULL;
+	}
+	if (mpp_nr_threads < sys_max && t->nr < mm_max)
+		got = min3(want, sys_max - mpp_nr_threads, mm_max - t->nr);
+	t->nr += got;
+	mpp_nr_threads += got;
+	if (!t->nr) {
+		hash_del(&t->node);
+		new = t;
+	}
+	spin_unlock(&mpp_threads_lock);
+	kfree(new);
+	return got;
+}
+
+static void mpp_threads_put(struct mm_struct *mm, unsigned int nr)
+{
+	struct mpp_mm_threads *t, *gone = NULL;
+
+	if (!nr)
+		return;
+	spin_lock(&mpp_threads_lock);
+	t = mpp_mm_threads_find(mm);
+	t->nr -= nr;
+	mpp_nr_threads -= nr;
+	if (!t->nr) {
+		hash_del(&t->node);
+		gone = t;
+	}
+	spin_unlock(&mpp_threads_lock);
+	kfree(gone);
+}
+
 static int mpp_worker_fn(void *data)
 {
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
+	struct mpp_identity_saved saved;
 	struct mpp_chunk chunk;
 
+	mpp_identity_enter(&req->id, req->mm, &saved);
 	mpp_policy_enter(w->pol);
 	while (mpp_claim(req, w->node, &w->next_seg, &chunk)) {
 		unsigned long reached;
@@ -35,13 +126,18 @@ static int mpp_worker_fn(void *data)
 
 		ret = mpp_fault_chunk(req, &chunk, false, w->node_pages,
 				      &reached);
-		mpp_chunk_finish(req, &chunk, reached, ret);
+		if (ret == MPP_HANDOFF)
+			mpp_handoff(req, &chunk, reached);
+		else
+			mpp_chunk_finish(req, &chunk, reached, ret);
 	}
 	mpp_policy_leave();
 	kfree(w->pol);
+	mpp_identity_leave(req->mm, &saved);
 
+	mpp_threads_put(req->mm, 1);
 	if (atomic_dec_and_test(&req->active))
-		complete(&req->done);
+		wake_up(&req->wq);
 	mpp_request_put(req);
 	module_put_and_kthread_exit(0);
 }
@@ -95,8 +191,9 @@ static void mpp_serve(struct mpp_request *req, const unsigned int *count,
 /*
  * Workers per node: as many as the caller's CPUs there and the node's share
  * of the range allow, then cut down to @max_workers, keeping one on as many
- * nodes as possible. None at all for a range too small to be worth one.
- * Returns the total, or 0 (also when out of memory: the caller does it all).
+ * nodes as possible. None at all for a range too small to be worth one, or
+ * for a SCHED_DEADLINE caller, whose bandwidth is its own and cannot be
+ * shared out. Returns the total (0 also when out of memory).
  */
 static unsigned int mpp_count_workers(struct mpp_request *req,
 				      unsigned int max_workers,
@@ -106,6 +203,8 @@ static unsigned int mpp_count_workers(struct mpp_request *req,
 	u64 *demand, sum = 0;
 	int nid;
 
+	if (req->id.sched.sched_policy == SCHED_DEADLINE)
+		return 0;
 	cpus = kcalloc(nr_node_ids, sizeof(*cpus), GFP_KERNEL);
 	demand = kcalloc(nr_node_ids, sizeof(*demand), GFP_KERNEL);
 	if (!cpus || !demand)
@@ -147,28 +246,10 @@ out_free:
 	return total;
 }
 
-static void mpp_workers_abort(struct mpp_request *req, unsigned int created)
-{
-	unsigned int i;
-
-	/* Never woken: kthread_stop() makes them exit without running */
-	for (i = 0; i < created; i++) {
-		kthread_stop(req->workers[i].task);
-		kfree(req->workers[i].pol);
-	}
-}
-
-/* Already in all of the caller's cgroups (both in the root ones, say)? */
-static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
-{
-	bool same;
-
-	rcu_read_lock();
-	same = task_css_set(a) == task_css_set(b);
-	rcu_read_unlock();
-	return same;
-}
-
+/*
+ * Create worker @w for node @nid, made the caller's, with the CPUs of
+ * @nid that the caller may use (@cpus is scratch). Not yet running.
+ */
 static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 			     int nid, unsigned int index, struct cpumask *cpus)
 {
@@ -187,30 +268,19 @@ static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 		goto out_free_pol;
 	}
 	w->task = task;
-	/*
-	 * It works for the caller: at the caller's nice level, not above it,
-	 * and failing where fault injection would fail the caller's own
-	 * faults (make-it-fail, for failslab and fail_page_alloc's
-	 * task-filter)
-	 */
-	set_user_nice(task, task_nice(current));
-#ifdef CONFIG_FAULT_INJECTION
-	task->make_it_fail = current->make_it_fail;
-#endif
 
 	/* Attach first: a cpuset attach resets the CPU mask */
-	ret = 0;
-	if (!mpp_same_cgroups(current, task))
-		ret = cgroup_attach_task_all(current, task);
-	if (!ret) {
-		cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(nid));
-		ret = set_cpus_allowed_ptr(task, cpus);
-	}
+	ret = mpp_identity_adopt(&req->id, task);
+	if (ret)
+		goto out_stop;
+	cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(nid));
+	ret = set_cpus_allowed_ptr(task, cpus);
 	if (ret)
 		goto out_stop;
 	return 0;
 
 out_stop:
+	/* Never woken: kthread_stop() makes it exit without running */
 	kthread_stop(task);
 out_free_pol:
 	kfree(w->pol);
@@ -223,56 +293,68 @@ out_free_pol:
  * @req: the planned request, in the caller's context
  * @max_workers: most workers to use, 0 for no limit
  *
- * Ranges too small to be worth a worker are left to the caller: its
- * segments all become caller-only.
+ * Ranges too small to be worth a worker, and the ranges of nodes whose
+ * workers could not be had, are left to the caller: with no worker at all,
+ * its segments all become caller-only.
  *
- * Return: 0, or -ENOMEM, -EINTR (fatal signal), or the errno of attaching a
- * worker to the caller's cgroups (-EAGAIN at a pids limit, for one).
+ * Return: 0, or -ENOMEM when the request's own bookkeeping could not be
+ * allocated.
  */
 int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
 {
-	unsigned int *per_node, total, created = 0, i;
+	unsigned int *per_node, *created_on, total, taken, created = 0;
+	unsigned int round, i;
 	cpumask_var_t mask;
-	int nid, ret = 0;
+	int nid, ret = -ENOMEM;
 
 	per_node = kcalloc(nr_node_ids, sizeof(*per_node), GFP_KERNEL);
-	if (!per_node)
-		return -ENOMEM;
-	if (!zalloc_cpumask_var(&mask, GFP_KERNEL)) {
-		ret = -ENOMEM;
+	created_on = kcalloc(nr_node_ids, sizeof(*created_on), GFP_KERNEL);
+	if (!per_node || !created_on)
 		goto out_free_counts;
-	}
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		goto out_free_counts;
 
 	total = mpp_count_workers(req, max_workers, per_node);
-	if (total)
-		req->workers = kvcalloc(total, sizeof(*req->workers),
+	taken = total ? mpp_threads_get(req->mm, total) : 0;
+	if (taken)
+		req->workers = kvcalloc(taken, sizeof(*req->workers),
 					GFP_KERNEL_ACCOUNT);
-	req->partial = kcalloc(total + 1, sizeof(*req->partial),
+	/* Where a thread stopped by a kill was: one per thread */
+	req->partial = kcalloc(taken + 1, sizeof(*req->partial),
 			       GFP_KERNEL_ACCOUNT);
-	if ((total && !req->workers) || !req->partial) {
-		ret = -ENOMEM;
-		goto out_free_mask;
-	}
-	if (!total) {
-		/* Not worth a worker: all of it in the caller's own context */
-		for (i = 0; i < req->nr_segs; i++)
-			req->segs[i].caller_only = true;
-		goto out_free_mask;
-	}
-	/* Nodes that lost their workers to the cap are served by others */
-	mpp_serve(req, per_node, NULL);
+	if (!req->partial)
+		goto out_put_threads;
+	ret = 0;
 
-	for_each_online_node(nid) {
-		for (i = 0; i < per_node[nid]; i++) {
-			ret = mpp_worker_create(req, &req->workers[created],
-						nid, i, mask);
-			if (ret)
-				goto out_abort;
-			created++;
+	/* Round robin over the nodes, so that a cut leaves each node some */
+	for (round = 0; req->workers && created < taken; round++) {
+		bool more = false;
+
+		for_each_online_node(nid) {
+			if (round >= per_node[nid] || created == taken)
+				continue;
+			more = true;
+			/* A worker that cannot be had is one fewer, no more */
+			if (!mpp_worker_create(req, &req->workers[created], nid,
+					       round, mask)) {
+				created_on[nid]++;
+				created++;
+			}
 		}
+		if (!more)
+			break;
 	}
 
 	req->nr_workers = created;
+	if (!created) {
+		/* No worker: all of it in the caller's own context */
+		for (i = 0; i < req->nr_segs; i++)
+			req->segs[i].caller_only = true;
+	} else {
+		/* Nodes without workers are served by the nearest with some */
+		mpp_serve(req, created_on, NULL);
+	}
+
 	atomic_set(&req->active, created);
 	for (i = 0; i < created; i++) {
 		kref_get(&req->ref);
@@ -280,13 +362,12 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
 		wake_up_process(req->workers[i].task);
 	}
 	mpp_stats_workers(created);
-	goto out_free_mask;
 
-out_abort:
-	mpp_workers_abort(req, created);
-out_free_mask:
+out_put_threads:
+	mpp_threads_put(req->mm, taken - created);
 	free_cpumask_var(mask);
 out_free_counts:
+	kfree(created_on);
 	kfree(per_node);
 	return ret;
 }

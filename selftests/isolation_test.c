@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <numaif.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,47 +15,7 @@
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
-
-#define CGROOT	"/sys/fs/cgroup"
-
-static int cg_write(const char *cg, const char *file, const char *val)
-{
-	char path[256];
-	int fd, ret;
-
-	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -errno;
-	close(fd);
-	return ret;
-}
-
-/* A "key value" line of a cgroup file, or the file's first number */
-static long cg_read(const char *cg, const char *file, const char *key)
-{
-	char path[256], k[64];
-	long val, ret = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (!key) {
-		if (fscanf(f, "%ld", &val) == 1)
-			ret = val;
-	} else {
-		while (fscanf(f, "%63s %ld", k, &val) == 2)
-			if (!strcmp(k, key)) {
-				ret = val;
-				break;
-			}
-	}
-	fclose(f);
-	return ret;
-}
+#include "cgroup_helpers.h"
 
 FIXTURE(cg)
 {
@@ -65,43 +26,24 @@ FIXTURE(cg)
 /* A fresh cgroup with this test process in it */
 FIXTURE_SETUP(cg)
 {
-	static const char *const ctrls[] = {
-		"+cpu", "+cpuset", "+memory", "+hugetlb", "+pids",
-	};
-	char pid[32];
+	int ret = cg_enter(self->path, sizeof(self->path));
 
-	if (access(CGROOT "/cgroup.subtree_control", W_OK))
+	if (ret == -ENOENT)
 		SKIP(return, "no writable cgroup2 at " CGROOT);
-	for (unsigned int i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++)
-		cg_write(CGROOT, "cgroup.subtree_control", ctrls[i]);
-	snprintf(self->path, sizeof(self->path), CGROOT "/mpp-%d", getpid());
-	ASSERT_EQ(0, mkdir(self->path, 0755));
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	ASSERT_EQ(0, cg_write(self->path, "cgroup.procs", pid));
+	ASSERT_EQ(0, ret);
 	self->fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 }
 
 FIXTURE_TEARDOWN(cg)
 {
-	char pid[32];
-
 	if (_metadata->skip)
 		return;
 	close(self->fd);
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	cg_write(CGROOT, "cgroup.procs", pid);
-	rmdir(self->path);
+	cg_leave(self->path);
 }
 
 #define RETURN_IF_SKIPPED() do { if (_metadata->skip) return; } while (0)
-
-static int mbind_both(void *p, size_t len)
-{
-	unsigned long mask = 3;
-
-	return mbind(p, len, MPOL_BIND, &mask, 8 * sizeof(mask), 0);
-}
 
 /* The workers' CPU time shows up in the caller's cgroup */
 TEST_F(cg, cpu_time_in_callers_cgroup)
@@ -114,7 +56,7 @@ TEST_F(cg, cpu_time_in_callers_cgroup)
 
 	RETURN_IF_SKIPPED();
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, mbind_both(p, len));
+	ASSERT_EQ(0, bind_both(p, len));
 	before = cg_read(self->path, "cpu.stat", "usage_usec");
 	getrusage(RUSAGE_SELF, &r0);
 	ASSERT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
@@ -154,10 +96,9 @@ static int in_child(int (*populate)(char *p, size_t len, void *arg),
 	if (pid < 0)
 		return -1000;
 	if (!pid) {
-		char *p = map_anon(len);
-		unsigned long mask = 3;
+		char *p = map_anon_both(len);
 
-		if (!p || mbind(p, len, MPOL_BIND, &mask, 8 * sizeof(mask), 0))
+		if (!p)
 			_exit(100);
 		/* The parent is unkillable: the OOM killer's only victim */
 		if (!unkillable && write_oom_score_adj("0"))
@@ -275,6 +216,172 @@ TEST_F(cg, cpuset_keeps_workers_and_pages)
 	EXPECT_EQ(n, i);
 	free(pages);
 	free(status);
+	munmap(p, len);
+}
+
+/* What populating a fresh 64 MiB ramfs file charges to the cgroup */
+static long ramfs_charge(const char *cg, const char *dir, int fd, bool ioctl_)
+{
+	size_t len = 64 * MiB;
+	struct memprepop_populate req;
+	char path[256];
+	long before, after;
+	int ffd, ret;
+	char *p;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	ffd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (ffd < 0 || ftruncate(ffd, len))
+		return -1;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ffd, 0);
+	close(ffd);
+	if (p == MAP_FAILED)
+		return -1;
+	before = cg_read(cg, "memory.current", NULL);
+	ret = ioctl_ ? ioc_populate(fd, p, len, 0, &req) :
+		       madvise_populate_write(p, len);
+	after = cg_read(cg, "memory.current", NULL);
+	munmap(p, len);
+	unlink(path);
+	return ret ? -1 : after - before;
+}
+
+/*
+ * Page cache the workers fault in is charged to the caller's memory cgroup
+ * as the caller's own faults charge it (ramfs: generic page cache).
+ */
+TEST_F(cg, page_cache_charged_like_madvise)
+{
+	char dir[] = "/tmp/mpp-ramfs-XXXXXX";
+	long by_madvise, by_ioctl, w0;
+
+	RETURN_IF_SKIPPED();
+	if (cg_read(self->path, "memory.current", NULL) < 0)
+		SKIP(return, "no memory controller");
+	ASSERT_NE(NULL, mkdtemp(dir));
+	if (mount("ramfs", dir, "ramfs", 0, NULL)) {
+		rmdir(dir);
+		SKIP(return, "ramfs: %s", strerror(errno));
+	}
+	by_madvise = ramfs_charge(self->path, dir, self->fd, false);
+	w0 = workers_started();
+	by_ioctl = ramfs_charge(self->path, dir, self->fd, true);
+	TH_LOG("memory.current: madvise +%ld KiB, ioctl +%ld KiB (%ld workers)",
+	       by_madvise / 1024, by_ioctl / 1024, workers_started() - w0);
+	umount(dir);
+	rmdir(dir);
+	EXPECT_LT(0, workers_started() - w0);
+	ASSERT_LT(64 * (long)MiB, by_madvise);
+	EXPECT_GE(by_madvise / 20, labs(by_ioctl - by_madvise));
+}
+
+/* Page tables of 256 MiB of base pages: charged as madvise's are */
+TEST_F(cg, page_tables_charged_like_madvise)
+{
+	size_t len = 256 * MiB;
+	long pt[2], w0 = workers_started();
+
+	RETURN_IF_SKIPPED();
+	if (cg_read(self->path, "memory.stat", "pagetables") < 0)
+		SKIP(return, "no memory controller");
+	for (int i = 0; i < 2; i++) {
+		struct memprepop_populate req;
+		char *p = map_anon_both(len);
+		long before;
+		int ret;
+
+		ASSERT_NE(NULL, p);
+		madvise(p, len, MADV_NOHUGEPAGE);
+		before = cg_read(self->path, "memory.stat", "pagetables");
+		ret = i ? ioc_populate(self->fd, p, len, 0, &req) :
+			  madvise_populate_write(p, len);
+		ASSERT_EQ(0, ret);
+		pt[i] = cg_read(self->path, "memory.stat", "pagetables") -
+			before;
+		munmap(p, len);
+	}
+	TH_LOG("memory.stat pagetables: madvise +%ld KiB, ioctl +%ld KiB",
+	       pt[0] / 1024, pt[1] / 1024);
+	EXPECT_LT(0, workers_started() - w0);
+	ASSERT_LT(256 * (long)KiB, pt[0]);
+	EXPECT_GE(pt[0] / 20, labs(pt[1] - pt[0]));
+}
+
+#define PIDS_STOP	"/tmp/mpp-pids-stop"
+
+/*
+ * pids.max holds for workers as for threads: pids.current, read from
+ * outside all through the call, never goes above it; at the limit the call
+ * goes on with fewer workers, or none, and succeeds; the refusals show in
+ * pids.events as a fork's would.
+ */
+TEST_F(cg, pids_max_never_exceeded)
+{
+	size_t len = 256 * MiB;
+	struct memprepop_populate req;
+	long cur, max_seen = -1, events0, w0;
+	int pipefd[2], status;
+	char *p, buf[32];
+	pid_t sampler;
+
+	RETURN_IF_SKIPPED();
+	if (cg_read(self->path, "pids.current", NULL) < 0)
+		SKIP(return, "no pids controller");
+	p = map_anon_both(len);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, pipe(pipefd));
+	/* The sampler leaves the cgroup, and reads it until told to stop */
+	sampler = fork();
+	ASSERT_LE(0, sampler);
+	if (!sampler) {
+		char path[256];
+		long most = -1, v;
+
+		snprintf(buf, sizeof(buf), "%d", getpid());
+		if (cg_write(CGROOT, "cgroup.procs", buf))
+			_exit(1);
+		snprintf(path, sizeof(path), "%s/pids.current", self->path);
+		close(pipefd[0]);
+		/* Until the parent makes the stop file, or goes away */
+		while (access(PIDS_STOP, F_OK) && getppid() != 1) {
+			v = read_long(path);
+			if (v > most)
+				most = v;
+			usleep(500);
+		}
+		if (write(pipefd[1], &most, sizeof(most)) != sizeof(most))
+			_exit(2);
+		_exit(0);
+	}
+	close(pipefd[1]);
+	unlink(PIDS_STOP);
+	usleep(50 * 1000);
+
+	for (int room = 1; room >= 0; room--) {
+		cur = cg_read(self->path, "pids.current", NULL);
+		snprintf(buf, sizeof(buf), "%ld", cur + room);
+		ASSERT_EQ(0, cg_write(self->path, "pids.max", buf));
+		events0 = cg_read(self->path, "pids.events", "max");
+		w0 = workers_started();
+		EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+		EXPECT_EQ(len, req.populated);
+		TH_LOG("pids.max current+%d: %ld workers, pids.events max +%ld",
+		       room, workers_started() - w0,
+		       cg_read(self->path, "pids.events", "max") - events0);
+		EXPECT_GE(room, workers_started() - w0);
+		/* The worker that was not started was refused as a fork is */
+		EXPECT_LT(events0, cg_read(self->path, "pids.events", "max"));
+		madvise(p, len, MADV_DONTNEED);
+	}
+	close(open(PIDS_STOP, O_CREAT | O_WRONLY, 0600));
+	ASSERT_EQ(sizeof(max_seen), read(pipefd[0], &max_seen,
+					 sizeof(max_seen)));
+	ASSERT_EQ(sampler, waitpid(sampler, &status, 0));
+	unlink(PIDS_STOP);
+	TH_LOG("pids.current at most %ld, pids.max %ld+1", max_seen, cur);
+	EXPECT_LE(max_seen, cur + 1);
+	EXPECT_LT(0, max_seen);
+	cg_write(self->path, "pids.max", "max");
 	munmap(p, len);
 }
 

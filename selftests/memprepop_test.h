@@ -8,6 +8,7 @@
 #define MEMPREPOP_TEST_H
 
 #include <errno.h>
+#include <numaif.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -192,6 +193,31 @@ static inline void *map_anon(size_t len)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Both nodes' memory, so that a call wants a worker on each */
+static inline int bind_both(void *p, size_t len)
+{
+	unsigned long mask = 3;
+
+	return mbind(p, len, MPOL_BIND, &mask, 8 * sizeof(mask), 0);
+}
+
+static inline void *map_anon_both(size_t len)
+{
+	void *p = map_anon(len);
+
+	if (p && bind_both(p, len)) {
+		munmap(p, len);
+		return NULL;
+	}
+	return p;
+}
+
+/* Workers the module has started so far, from its sysfs counters */
+static inline long workers_started(void)
+{
+	return read_long("/sys/class/misc/memprepop/stats/workers_started");
 }
 
 #endif /* MEMPREPOP_TEST_H */

@@ -107,9 +107,18 @@ TEST_F(dev, bad_arguments_einval)
 	/* addr + len wraps */
 	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, -page_size(), 0, &req));
 	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, ~0UL, 0, &req));
-	/* beyond the user address space */
-	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, (void *)0xffff800000000000UL,
+	/* beyond the user address space: nothing mapped there, as madvise */
+	EXPECT_EQ(madvise_populate_write((void *)0xffff800000000000UL,
+					 page_size()),
+		  ioc_populate(self->fd, (void *)0xffff800000000000UL,
+			       page_size(), 0, &req));
+	EXPECT_EQ(-ENOMEM, ioc_populate(self->fd,
+					(void *)0xffff800000000000UL,
 					page_size(), 0, &req));
+	/* len 0 succeeds wherever the address is, as madvise */
+	EXPECT_EQ(0, madvise_populate_write((void *)0xffff800000000000UL, 0));
+	EXPECT_EQ(0, ioc_populate(self->fd, (void *)0xffff800000000000UL, 0,
+				  0, &req));
 	/* unknown flags, every one of them */
 	for (int bit = 2; bit < 64; bit++)
 		EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, page_size(),

@@ -39,9 +39,10 @@ static ssize_t read_file(const char *path, char *buf, size_t size)
 #define TRACING	"/sys/kernel/tracing"
 
 /*
- * SIGKILL mid-populate: the process dies within a chunk's time, the call
- * ends with EINTR, and populated is exact: every page below it is there,
- * the one at it is not.
+ * SIGKILL mid-populate: the process dies at once, the call ends with EINTR,
+ * and every page below populated is there. The caller does not wait for
+ * its workers once killed, so pages at and above it may still be faulted
+ * by them, within a batch.
  */
 TEST(kill_mid_populate)
 {
@@ -99,9 +100,7 @@ TEST(kill_mid_populate)
 	for (off = 0; off < (size_t)populated; off += page_size())
 		if (!(vec[off / page_size()] & 1))
 			break;
-	EXPECT_EQ(populated, off);
-	if ((size_t)populated < len)
-		EXPECT_FALSE(vec[populated / page_size()] & 1);
+	EXPECT_LE(populated, off);
 	free(vec);
 out:
 	munmap(p, len);

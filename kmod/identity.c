@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop: workers that are the caller. A worker is a kernel thread, and
+ * the fault path asks the faulting task, not the mm, about most limits, so
+ * every worker takes on the identity of the thread that called:
+ *
+ * - its credentials (capable(), fsuid, quotas, the overcommit admin
+ *   reserve): override_creds();
+ * - its mm as current->mm (the overcommit user reserve of shmem and
+ *   hugetlb accounting): kthread_use_mm();
+ * - its memory cgroup for page cache, page tables and other kernel memory,
+ *   which a kernel thread would leave to the root cgroup or not charge at
+ *   all: set_active_memcg();
+ * - its cgroups (cpu, cpuset, hugetlb, io, memory), attached as vhost
+ *   attaches its workers, once the pids controller has checked the limit
+ *   as it would for a fork();
+ * - its scheduling policy, priority, nice and clamps, reset as a fork()
+ *   with SCHED_RESET_ON_FORK would;
+ * - its fault-injection filter (make-it-fail);
+ * - its protection-key rights, captured when it called.
+ *
+ * What a module cannot give a kernel thread (RLIMIT_NPROC, RLIMIT_CPU, the
+ * caller's rusage and autogroup) is listed in Documentation/security.rst.
+ */
+#include <linux/cgroup.h>
+#include <linux/cred.h>
+#include <linux/kthread.h>
+#include <linux/memcontrol.h>
+#include <linux/mm.h>
+#include <linux/pkeys.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+
+#include "memprepop.h"
+
+#ifdef CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS
+#include <asm/pkru.h>
+
+static u32 mpp_pkru_read(void)
+{
+	return read_pkru();
+}
+
+static bool mpp_pkru_allows_write(u32 pkru, struct vm_area_struct *vma)
+{
+	return __pkru_allows_write(pkru, vma_pkey(vma));
+}
+#else
+static u32 mpp_pkru_read(void)
+{
+	return 0;
+}
+
+static bool mpp_pkru_allows_write(u32 pkru, struct vm_area_struct *vma)
+{
+	return true;
+}
+#endif
+
+/* The caller's scheduling attributes, as a thread it creates gets them */
+static void mpp_sched_capture(struct sched_attr *attr)
+{
+	unsigned int policy = current->policy;
+	int nice = task_nice(current);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	if (current->sched_reset_on_fork) {
+		if (policy == SCHED_FIFO || policy == SCHED_RR ||
+		    policy == SCHED_DEADLINE)
+			policy = SCHED_NORMAL;
+		nice = max(nice, 0);
+	}
+	attr->sched_policy = policy;
+	if (policy == SCHED_FIFO || policy == SCHED_RR)
+		attr->sched_priority = current->rt_priority;
+	else
+		attr->sched_nice = nice;
+#ifdef CONFIG_UCLAMP_TASK
+	attr->sched_flags |= SCHED_FLAG_UTIL_CLAMP;
+	attr->sched_util_min = current->uclamp_req[UCLAMP_MIN].value;
+	attr->sched_util_max = current->uclamp_req[UCLAMP_MAX].value;
+#endif
+}
+
+/**
+ * mpp_identity_init() - capture the calling thread's identity
+ * @id: filled in
+ * @mm: the caller's mm
+ *
+ * Return: 0 (it cannot fail; an int for what may come).
+ */
+int mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm)
+{
+	id->cred = get_current_cred();
+	id->memcg = get_mem_cgroup_from_mm(mm);
+	mpp_sched_capture(&id->sched);
+#ifdef CONFIG_FAULT_INJECTION
+	id->make_it_fail = current->make_it_fail;
+#endif
+	id->pkru = mpp_pkru_read();
+	return 0;
+}
+
+/**
+ * mpp_identity_destroy() - drop what mpp_identity_init() took
+ * @id: the identity
+ */
+void mpp_identity_destroy(struct mpp_identity *id)
+{
+	if (id->memcg)
+		mem_cgroup_put(id->memcg);
+	put_cred(id->cred);
+}
+
+/* Already in all of the caller's cgroups (both in the root ones, say)? */
+static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
+{
+	bool same;
+
+	rcu_read_lock();
+	same = task_css_set(a) == task_css_set(b);
+	rcu_read_unlock();
+	return same;
+}
+
+/*
+ * Is there room in the caller's pids cgroups for one more task? Attaching a
+ * task charges the pids controller without looking at pids.max, so ask the
+ * controller as fork() does, through its own can_fork callback (which
+ * charges, checks every level, and records a rejection in pids.events), and
+ * give the charge back at once: the attach that follows charges for real.
+ * Both callbacks read only cset->subsys[pids_cgrp_id] of the css_set they
+ * are given, the caller's own here, held by RCU.
+ */
+static int mpp_pids_check(void)
+{
+#ifdef CONFIG_CGROUP_PIDS
+	struct cgroup_subsys_state *css;
+	struct css_set *cset;
+	int ret;
+
+	rcu_read_lock();
+	cset = task_css_set(current);
+	css = cset->subsys[pids_cgrp_id];
+	ret = css->ss->can_fork(current, cset);
+	if (!ret)
+		css->ss->cancel_fork(current, cset);
+	rcu_read_unlock();
+	return ret;
+#else
+	return 0;
+#endif
+}
+
+/**
+ * mpp_identity_adopt() - make a new, not yet running worker the caller's
+ * @id: the caller's identity
+ * @task: the worker
+ *
+ * In the caller's context: its scheduling attributes and fault-injection
+ * filter, and its cgroups, where the pids controller has room.
+ *
+ * Return: 0, -EAGAIN at a pids limit, or another errno of the attach.
+ */
+int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
+{
+	int ret;
+
+	ret = sched_setattr_nocheck(task, &id->sched);
+	if (ret)
+		return ret;
+#ifdef CONFIG_FAULT_INJECTION
+	task->make_it_fail = id->make_it_fail;
+#endif
+	if (mpp_same_cgroups(current, task))
+		return 0;
+	ret = mpp_pids_check();
+	if (ret)
+		return ret;
+	return cgroup_attach_task_all(current, task);
+}
+
+/**
+ * mpp_identity_enter() - a worker starts faulting as the caller
+ * @id: the caller's identity
+ * @mm: the caller's mm, referenced by the request
+ * @saved: what to restore in mpp_identity_leave()
+ */
+void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
+			struct mpp_identity_saved *saved)
+{
+	kthread_use_mm(mm);
+	saved->cred = override_creds(id->cred);
+	saved->memcg = set_active_memcg(id->memcg);
+}
+
+/**
+ * mpp_identity_leave() - a worker is itself again
+ * @mm: the mm given to mpp_identity_enter()
+ * @saved: what it saved
+ */
+void mpp_identity_leave(struct mm_struct *mm,
+			struct mpp_identity_saved *saved)
+{
+	set_active_memcg(saved->memcg);
+	revert_creds(saved->cred);
+	kthread_unuse_mm(mm);
+}
+
+/**
+ * mpp_identity_may_write() - do the caller's protection keys allow writes?
+ * @id: the caller's identity
+ * @vma: a mapping of the caller's mm
+ *
+ * What arch_vma_access_permitted() checks for the caller's own fault, with
+ * the rights it had when it called (a worker's own PKRU is not the caller's).
+ *
+ * Return: true when a write to @vma is allowed.
+ */
+bool mpp_identity_may_write(const struct mpp_identity *id,
+			    struct vm_area_struct *vma)
+{
+	return mpp_pkru_allows_write(id->pkru, vma);
+}

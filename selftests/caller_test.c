@@ -1,0 +1,787 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Workers are the caller: every test does what an outsider would, the same
+ * operation with madvise(MADV_POPULATE_WRITE) in the caller on an identical
+ * mapping, or a limit read from outside (cgroup files, /proc/PID/stat,
+ * /proc/kpageflags, whether a killed process is reaped), and compares.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "memprepop_test.h"
+#include "uffd_helpers.h"
+
+static int open_dev(void)
+{
+	return open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+}
+
+/* --- worker threads seen from /proc ------------------------------------- */
+
+struct worker_stat {
+	int policy;
+	int nice;
+};
+
+/*
+ * The memprepop workers alive now, as /proc/PID/stat shows them: fills up
+ * to @max of @ws, returns how many there are.
+ */
+static int scan_workers(struct worker_stat *ws, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], buf[1024], *s;
+		int field = 2, fd;
+		ssize_t len;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		if (!strstr(buf, "(memprepop/"))
+			continue;
+		s = strrchr(buf, ')');
+		if (n < max) {
+			/* field 19 is nice, field 41 the policy */
+			for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
+				field++;
+				if (field == 19)
+					ws[n].nice = atoi(s);
+				if (field == 41)
+					ws[n].policy = atoi(s);
+			}
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Waits up to @secs for every worker to be gone: true when they are */
+static bool workers_gone(double secs)
+{
+	double t0 = now();
+
+	while (scan_workers(NULL, 0) > 0) {
+		if (now() - t0 > secs)
+			return false;
+		usleep(10 * 1000);
+	}
+	return true;
+}
+
+struct sampler {
+	pthread_t tid;
+	volatile bool stop;
+	int most;		/* most workers alive at once */
+	int seen;		/* worker observations */
+	int mismatched;		/* ... whose policy or nice was not @want */
+	struct worker_stat want;
+	bool check;
+};
+
+static void *sample(void *arg)
+{
+	struct sampler *s = arg;
+	struct worker_stat ws[64];
+
+	while (!s->stop) {
+		int n = scan_workers(ws, 64);
+
+		if (n > s->most)
+			s->most = n;
+		for (int i = 0; i < n && i < 64; i++) {
+			s->seen++;
+			if (s->check && (ws[i].policy != s->want.policy ||
+					 ws[i].nice != s->want.nice))
+				s->mismatched++;
+		}
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/* --- identity: scheduling ------------------------------------------------- */
+
+/*
+ * A caller's scheduling policy and nice are its workers': a SCHED_IDLE
+ * caller never gets SCHED_NORMAL workers.
+ */
+TEST(workers_take_callers_scheduling)
+{
+	static const struct worker_stat cases[] = {
+		{ SCHED_IDLE, 0 }, { SCHED_BATCH, 7 }, { SCHED_OTHER, 3 },
+	};
+
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct sched_param sp = { 0 };
+			struct sampler s = { .want = cases[i], .check = true };
+			struct memprepop_populate req;
+			size_t len = 256 * MiB;
+			char *p = map_anon_both(len);
+			int fd = open_dev();
+
+			if (!p || fd < 0)
+				_exit(10);
+			/* The sampler runs at the default policy */
+			if (pthread_create(&s.tid, NULL, sample, &s))
+				_exit(11);
+			if (sched_setscheduler(0, cases[i].policy, &sp) ||
+			    setpriority(PRIO_PROCESS, 0, cases[i].nice))
+				_exit(12);
+			if (ioc_populate(fd, p, len, 0, &req))
+				_exit(13);
+			s.stop = true;
+			pthread_join(s.tid, NULL);
+			printf("# policy %d nice %d: %d worker observations, %d not the caller's\n",
+			       cases[i].policy, cases[i].nice, s.seen,
+			       s.mismatched);
+			_exit(s.mismatched ? 1 : s.seen ? 0 : 2);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status))
+			TH_LOG("policy %d nice %d", cases[i].policy,
+			       cases[i].nice);
+	}
+}
+
+/* --- identity: credentials and mm ------------------------------------------ */
+
+/* Pages of a fresh memfd an unprivileged caller gets before EFAULT */
+static long memfd_pages_until_full(int fd, size_t len, bool ioctl_,
+				   int *err)
+{
+	struct memprepop_populate req;
+	long pages;
+	int mfd = memfd_create("mpp", 0);
+	char *p;
+
+	if (mfd < 0 || ftruncate(mfd, len))
+		return -1;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	close(mfd);
+	if (p == MAP_FAILED)
+		return -1;
+	*err = ioctl_ ? ioc_populate(fd, p, len, 0, &req) :
+			madvise_populate_write(p, len);
+	pages = present_pages(p, len);
+	munmap(p, len);
+	return pages;
+}
+
+/*
+ * With strict overcommit, a memfd page is committed when it is faulted,
+ * and an unprivileged task may not use the admin reserve nor its mm's user
+ * reserve: the workers' faults are the caller's, credentials and mm, so
+ * the caller gets no more than its own madvise gets.
+ */
+TEST(overcommit_reserves_like_madvise)
+{
+	static const char *const knobs[] = {
+		"/proc/sys/vm/overcommit_memory",
+		"/proc/sys/vm/overcommit_kbytes",
+		"/proc/sys/vm/overcommit_ratio",
+	};
+	long saved[3], committed;
+	int status, fd = open_dev();
+	char val[32];
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < 3; i++)
+		saved[i] = read_long(knobs[i]);
+	if (meminfo_field("SwapTotal") != 0)
+		SKIP(return, "swap would move the commit limit");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		long by_madvise, by_ioctl, w0;
+		int err_m, err_i;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		prctl(PR_SET_DUMPABLE, 1);
+		/* Wait for the parent to set the limit */
+		while (read_long("/proc/sys/vm/overcommit_memory") != 2)
+			usleep(1000);
+		by_madvise = memfd_pages_until_full(fd, 512 * MiB, false,
+						    &err_m);
+		w0 = workers_started();
+		by_ioctl = memfd_pages_until_full(fd, 512 * MiB, true, &err_i);
+		printf("# madvise: %ld pages, errno %d; ioctl: %ld pages, errno %d, %ld workers\n",
+		       by_madvise, -err_m, by_ioctl, -err_i,
+		       workers_started() - w0);
+		if (err_m != -EFAULT || err_i != err_m)
+			_exit(11);
+		if (workers_started() == w0)
+			_exit(12);
+		/* Within 1 MiB, what other allocations meanwhile move */
+		_exit(labs(by_ioctl - by_madvise) <= 256 ? 0 : 13);
+	}
+	/* Room for 96 MiB more than is committed now */
+	committed = meminfo_field("Committed_AS");
+	snprintf(val, sizeof(val), "%ld", committed + 96 * 1024);
+	ASSERT_EQ(0, write_file(knobs[1], val));
+	ASSERT_EQ(0, write_file(knobs[0], "2"));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	write_file(knobs[0], "0");
+	snprintf(val, sizeof(val), "%ld", saved[2]);
+	write_file(knobs[2], val);
+	snprintf(val, sizeof(val), "%ld", saved[0]);
+	write_file(knobs[0], val);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+}
+
+/* --- kill, cancel, userfaultfd --------------------------------------------- */
+
+/*
+ * A userfaultfd handler that answers every fault with a zeroed page after
+ * @delay, counting the faults reported for another thread than @caller
+ * (UFFD_FEATURE_THREAD_ID)
+ */
+struct uffd_server {
+	int uffd;
+	useconds_t delay;
+	pid_t caller;
+	int faults;
+	int foreign;
+	volatile bool stop;
+};
+
+static void *uffd_serve_all(void *arg)
+{
+	struct uffd_server *u = arg;
+	char *zero = calloc(1, page_size());
+
+	while (!u->stop) {
+		struct pollfd pfd = { .fd = u->uffd, .events = POLLIN };
+		struct uffdio_copy copy = { 0 };
+		struct uffd_msg msg;
+
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		if (read(u->uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+		    msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		if (u->caller &&
+		    (pid_t)msg.arg.pagefault.feat.ptid != u->caller)
+			u->foreign++;
+		u->faults++;
+		usleep(u->delay);
+		copy.dst = msg.arg.pagefault.address & ~(page_size() - 1);
+		copy.src = (uintptr_t)zero;
+		copy.len = page_size();
+		ioctl(u->uffd, UFFDIO_COPY, &copy);
+	}
+	free(zero);
+	return NULL;
+}
+
+struct late_arm {
+	struct uffd_server server;
+	char *p;
+	size_t len;
+	useconds_t after;
+	int registered;		/* 1 registered, -errno failed */
+	bool serve;
+};
+
+/* Registers the range @after into the call; serves its faults if asked */
+static void *arm_late(void *arg)
+{
+	struct late_arm *a = arg;
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)a->p, .len = a->len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+
+	usleep(a->after);
+	a->registered = ioctl(a->server.uffd, UFFDIO_REGISTER, &reg) ?
+			-errno : 1;
+	if (a->serve)
+		uffd_serve_all(&a->server);
+	return NULL;
+}
+
+static int uffd_open(uint64_t features)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd >= 0 && ioctl(uffd, UFFDIO_API, &api)) {
+		close(uffd);
+		return -1;
+	}
+	return uffd;
+}
+
+/*
+ * A range armed for userfaultfd 30 ms into the call, nobody answering:
+ * SIGKILL to the caller ends it within a second, it is reaped, and the
+ * workers go away on their own.
+ */
+TEST(kill_with_range_armed_midway)
+{
+	int status;
+	double t0;
+	pid_t pid, got;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct late_arm a = { .len = 1024 * MiB, .after = 30 * 1000 };
+		struct memprepop_populate req;
+		pthread_t tid;
+		int fd = open_dev();
+
+		a.p = map_anon_both(a.len);
+		a.server.uffd = uffd_open(0);
+		if (!a.p || fd < 0 || a.server.uffd < 0)
+			_exit(4);
+		pthread_create(&tid, NULL, arm_late, &a);
+		ioc_populate(fd, a.p, a.len, 0, &req);
+		_exit(a.registered == 1 ? 1 : 5);
+	}
+	usleep(800 * 1000);
+	t0 = now();
+	kill(pid, SIGKILL);
+	do {
+		got = waitpid(pid, &status, WNOHANG);
+		if (!got)
+			usleep(5 * 1000);
+	} while (!got && now() - t0 < 10);
+	ASSERT_EQ(pid, got) TH_LOG("not reaped 10 s after SIGKILL");
+	TH_LOG("reaped %.3f s after SIGKILL", now() - t0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 4)
+		SKIP(return, "no userfaultfd");
+	ASSERT_TRUE(WIFSIGNALED(status))
+		TH_LOG("exit %d: finished before the kill",
+		       WEXITSTATUS(status));
+	EXPECT_GT(1.0, now() - t0);
+	EXPECT_TRUE(workers_gone(5));
+}
+
+/*
+ * A range armed midway is faulted only by the caller, whose handler
+ * answers: the messages (UFFD_FEATURE_THREAD_ID) name the calling thread
+ * only, and the call succeeds with every page there.
+ */
+TEST(armed_midway_faulted_by_caller_only)
+{
+	struct late_arm a = { .len = 256 * MiB, .after = 30 * 1000,
+			      .serve = true };
+	struct memprepop_populate req;
+	long w0 = workers_started();
+	pthread_t tid;
+	int fd = open_dev();
+
+	ASSERT_LE(0, fd);
+	a.p = map_anon_both(a.len);
+	ASSERT_NE(NULL, a.p);
+	a.server.uffd = uffd_open(UFFD_FEATURE_THREAD_ID);
+	if (a.server.uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	a.server.caller = syscall(SYS_gettid);
+	ASSERT_EQ(0, pthread_create(&tid, NULL, arm_late, &a));
+	EXPECT_EQ(0, ioc_populate(fd, a.p, a.len, 0, &req));
+	a.server.stop = true;
+	pthread_join(tid, NULL);
+	TH_LOG("%ld workers; %d faults reported, %d not by the caller",
+	       workers_started() - w0, a.server.faults, a.server.foreign);
+	EXPECT_EQ(1, a.registered);
+	EXPECT_LT(0, workers_started() - w0);
+	EXPECT_EQ(a.len, req.populated);
+	EXPECT_EQ(a.len / page_size(), present_pages(a.p, a.len));
+	EXPECT_LT(0, a.server.faults) TH_LOG("registered too late to matter");
+	EXPECT_EQ(0, a.server.foreign);
+	close(a.server.uffd);
+	munmap(a.p, a.len);
+	close(fd);
+}
+
+struct canceller {
+	struct memprepop_control *ctl;
+	uint64_t done_before;
+	double at;
+};
+
+static void *cancel_later(void *arg)
+{
+	struct canceller *c = arg;
+
+	usleep(300 * 1000);
+	c->done_before = __atomic_load_n(&c->ctl->done, __ATOMIC_RELAXED);
+	c->at = now();
+	__atomic_store_n(&c->ctl->cancel, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/*
+ * Progress and cancel work in the caller's own work too: a postcopy-like
+ * range that only the caller faults reports progress, and a cancel ends
+ * the call within 100 ms (plus what one page costs) with ECANCELED.
+ */
+TEST(cancel_while_only_the_caller_faults)
+{
+	size_t len = 8 * MiB, off;
+	struct memprepop_control ctl = { 0 };
+	/* Each fault answered after 1 ms, as a slow postcopy source would */
+	struct uffd_server h = { .delay = 1000 };
+	struct canceller c = { .ctl = &ctl };
+	struct memprepop_populate req = { 0 };
+	pthread_t ht, ct;
+	double end;
+	int fd = open_dev(), ret;
+	char *p = map_anon(len);
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, p);
+	h.uffd = uffd_arm(p, len, 0);
+	if (h.uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	ASSERT_EQ(0, pthread_create(&ht, NULL, uffd_serve_all, &h));
+	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
+	req.addr = (uintptr_t)p;
+	req.len = len;
+	req.control = (uintptr_t)&ctl;
+	ret = ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
+	end = now();
+	pthread_join(ct, NULL);
+	h.stop = true;
+	pthread_join(ht, NULL);
+	TH_LOG("done %llu bytes at the cancel; returned %.0f ms after it, populated %llu",
+	       (unsigned long long)c.done_before, (end - c.at) * 1000,
+	       (unsigned long long)req.populated);
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_LT(0, c.done_before);
+	EXPECT_GT(0.1 + 0.05, end - c.at);
+	EXPECT_GT(len, req.populated);
+	for (off = 0; off < req.populated; off += page_size())
+		if (!present_pages(p + off, page_size()))
+			break;
+	EXPECT_EQ(req.populated, off);
+	close(h.uffd);
+	munmap(p, len);
+	close(fd);
+}
+
+/* --- equal to madvise on the same mapping ---------------------------------- */
+
+#define KPF_LRU		5
+#define KPF_UNEVICTABLE	18
+#define KPF_MLOCKED	33
+
+/* Pages of [p, p + len) whose /proc/kpageflags has every bit of @mask */
+static long kpageflags_count(const char *p, size_t len, uint64_t mask)
+{
+	int pm = open("/proc/self/pagemap", O_RDONLY);
+	int kf = open("/proc/kpageflags", O_RDONLY);
+	long count = 0;
+
+	if (pm < 0 || kf < 0)
+		return -1;
+	for (size_t off = 0; off < len; off += page_size()) {
+		uint64_t ent, flags;
+
+		if (pread(pm, &ent, 8, ((uintptr_t)p + off) / page_size() * 8)
+		    != 8 || !(ent & (1ULL << 63)))
+			continue;
+		if (pread(kf, &flags, 8, (ent & ((1ULL << 55) - 1)) * 8) != 8)
+			continue;
+		count += (flags & mask) == mask;
+	}
+	close(pm);
+	close(kf);
+	return count;
+}
+
+/*
+ * Right after the call every page is on an LRU list, and with
+ * MEMPREPOP_F_LOCK unevictable and mlocked, as after madvise(): the
+ * workers drain their CPU's batches as madvise's populate does.
+ */
+TEST(lru_and_unevictable_like_madvise)
+{
+	size_t len = 64 * MiB, n = len / page_size();
+	int fd = open_dev();
+
+	ASSERT_LE(0, fd);
+	if (kpageflags_count(NULL, 0, 0) < 0)
+		SKIP(return, "no /proc/kpageflags");
+	for (int lock = 0; lock < 2; lock++) {
+		uint64_t mask = 1ULL << KPF_LRU;
+		long counts[2];
+
+		if (lock)
+			mask |= 1ULL << KPF_UNEVICTABLE | 1ULL << KPF_MLOCKED;
+		for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
+			struct memprepop_populate req;
+			char *p = map_anon_both(len);
+			int ret;
+
+			ASSERT_NE(NULL, p);
+			madvise(p, len, MADV_NOHUGEPAGE);
+			if (lock)
+				ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
+			ret = by_ioctl ?
+			      ioc_populate(fd, p, len,
+					   lock ? MEMPREPOP_F_LOCK : 0, &req) :
+			      madvise_populate_write(p, len);
+			ASSERT_EQ(0, ret);
+			counts[by_ioctl] = kpageflags_count(p, len, mask);
+			munmap(p, len);
+		}
+		TH_LOG("%s: %ld of %zu pages after madvise, %ld after the ioctl",
+		       lock ? "lru+unevictable+mlocked" : "lru", counts[0], n,
+		       counts[1]);
+		EXPECT_EQ(counts[0], counts[1]);
+		EXPECT_EQ((long)n, counts[1]);
+	}
+	close(fd);
+}
+
+enum piece { RW, HOLE, RO, NONE, PAST_EOF };
+
+#define PIECE	(16 * MiB)
+
+/* Lays @n pieces out from a fresh reservation; returns its start */
+static char *lay_out(const enum piece *layout, int n)
+{
+	char *p = mmap(NULL, n * PIECE, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		char *q = p + i * PIECE;
+		int mfd;
+
+		switch (layout[i]) {
+		case RW:
+		case RO:
+			if (mmap(q, PIECE, layout[i] == RW ?
+				 PROT_READ | PROT_WRITE : PROT_READ,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				 0) == MAP_FAILED)
+				return NULL;
+			break;
+		case HOLE:
+			munmap(q, PIECE);
+			break;
+		case NONE:
+			break;
+		case PAST_EOF:
+			/* An empty file: every page is past its end */
+			mfd = memfd_create("mpp-eof", 0);
+			if (mfd < 0 || mmap(q, PIECE, PROT_READ | PROT_WRITE,
+					    MAP_SHARED | MAP_FIXED, mfd, 0) ==
+			    MAP_FAILED)
+				return NULL;
+			close(mfd);
+			break;
+		}
+	}
+	return p;
+}
+
+/* Bytes from @p up to the first page that is not present */
+static size_t present_prefix(const char *p, size_t len)
+{
+	size_t off;
+
+	for (off = 0; off < len; off += page_size())
+		if (!present_pages(p + off, page_size()))
+			break;
+	return off;
+}
+
+/*
+ * Holes and unpopulatable mappings after a hole: the errno and the pages
+ * the running kernel's madvise() gives (before 6.9 it walks past holes),
+ * with populated the prefix that is there, with and without
+ * MEMPREPOP_F_NODE_STATS.
+ */
+TEST(holes_like_madvise)
+{
+	static const enum piece layouts[][3] = {
+		{ RW, HOLE, RO }, { RW, HOLE, RW }, { HOLE, NONE, RW },
+		{ RW, HOLE, PAST_EOF }, { RW, RO, RW }, { RW, RW, HOLE },
+		{ HOLE, RW, RW },
+	};
+	int fd = open_dev();
+
+	ASSERT_LE(0, fd);
+	for (unsigned int l = 0; l < sizeof(layouts) / sizeof(layouts[0]);
+	     l++) {
+		int want, got[2];
+		size_t want_pages, len = 3 * PIECE;
+		char *p;
+
+		p = lay_out(layouts[l], 3);
+		ASSERT_NE(NULL, p);
+		want = madvise_populate_write(p, len);
+		want_pages = present_pages(p, len);
+		munmap(p, len);
+		for (int stats = 0; stats < 2; stats++) {
+			struct memprepop_populate req;
+
+			p = lay_out(layouts[l], 3);
+			ASSERT_NE(NULL, p);
+			got[stats] = ioc_populate(fd, p, len, stats ?
+						  MEMPREPOP_F_NODE_STATS : 0,
+						  &req);
+			EXPECT_EQ(want_pages, present_pages(p, len))
+				TH_LOG("layout %u stats %d", l, stats);
+			EXPECT_EQ(present_prefix(p, len), req.populated)
+				TH_LOG("layout %u stats %d", l, stats);
+			munmap(p, len);
+		}
+		TH_LOG("layout %u: madvise %d (%zu pages), ioctl %d, with node stats %d",
+		       l, want, want_pages, got[0], got[1]);
+		EXPECT_EQ(want, got[0]);
+		EXPECT_EQ(want, got[1]);
+	}
+	close(fd);
+}
+
+/*
+ * MEMPREPOP_F_LOCK accepts what mlock() cannot flag: a hugetlb mapping
+ * never mlocked succeeds (its pages are never reclaimed), anonymous memory
+ * never mlocked is refused.
+ */
+TEST(lock_rule_for_hugetlb)
+{
+	struct memprepop_populate req;
+	int fd = open_dev();
+	char *p;
+
+	ASSERT_LE(0, fd);
+	p = map_anon(4 * MiB);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EINVAL, ioc_populate(fd, p, 4 * MiB, MEMPREPOP_F_LOCK,
+					&req));
+	munmap(p, 4 * MiB);
+	if (meminfo_field("HugePages_Free") < 2)
+		SKIP(return, "needs 2 free 2 MiB hugetlb pages");
+	p = mmap(NULL, 2 * HPAGE, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ioc_populate(fd, p, 2 * HPAGE, MEMPREPOP_F_LOCK, &req));
+	EXPECT_EQ(2 * HPAGE, req.populated);
+	munmap(p, 2 * HPAGE);
+	close(fd);
+}
+
+/* A protection key that denies writes: EINVAL, nothing faulted, as madvise */
+TEST(pkey_denied_like_madvise)
+{
+	size_t len = 32 * MiB;
+	struct memprepop_populate req;
+	int fd = open_dev(), pkey, want;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	pkey = syscall(SYS_pkey_alloc, 0, 2 /* PKEY_DISABLE_WRITE */);
+	if (pkey < 0)
+		SKIP(return, "no protection keys: %s", strerror(errno));
+	for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
+		p = map_anon_both(len);
+		ASSERT_NE(NULL, p);
+		ASSERT_EQ(0, syscall(SYS_pkey_mprotect, p, len,
+				     PROT_READ | PROT_WRITE, pkey));
+		if (!by_ioctl)
+			want = madvise_populate_write(p, len);
+		else
+			EXPECT_EQ(want, ioc_populate(fd, p, len, 0, &req));
+		EXPECT_EQ(0, present_pages(p, len));
+		munmap(p, len);
+	}
+	EXPECT_EQ(-EINVAL, want);
+	close(fd);
+}
+
+/* --- bounds ---------------------------------------------------------------- */
+
+struct caller_thread {
+	pthread_t tid;
+	int fd;
+	int ret;
+};
+
+static void *populate_256m(void *arg)
+{
+	struct caller_thread *t = arg;
+	struct memprepop_populate req;
+	size_t len = 256 * MiB;
+	char *p = map_anon_both(len);
+
+	t->ret = p ? ioc_populate(t->fd, p, len, 0, &req) : -ENOMEM;
+	if (p)
+		munmap(p, len);
+	return NULL;
+}
+
+/*
+ * Four threads calling at once get no more workers between them than the
+ * process has CPUs: kernel threads are bounded per process, however many
+ * callers.
+ */
+TEST(threads_bounded_per_process)
+{
+	struct caller_thread t[4];
+	struct sampler s = { 0 };
+	int fd = open_dev();
+
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pthread_create(&s.tid, NULL, sample, &s));
+	for (int i = 0; i < 4; i++) {
+		t[i].fd = fd;
+		ASSERT_EQ(0, pthread_create(&t[i].tid, NULL, populate_256m,
+					    &t[i]));
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i].tid, NULL);
+		EXPECT_EQ(0, t[i].ret);
+	}
+	s.stop = true;
+	pthread_join(s.tid, NULL);
+	TH_LOG("at most %d workers at once for 4 callers on %ld CPUs",
+	       s.most, sysconf(_SC_NPROCESSORS_ONLN));
+	EXPECT_LT(0, s.most);
+	EXPECT_GE(sysconf(_SC_NPROCESSORS_ONLN), s.most);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
