@@ -32,7 +32,41 @@ static int open_dev(void)
 struct worker_stat {
 	int policy;
 	int nice;
+	long uclamp_min;	/* -1: not shown (no CONFIG_UCLAMP_TASK) */
+	long uclamp_max;
 };
+
+/* The value of a "key   :   value" line of /proc/PID/sched, or -1 */
+static long proc_field_sched(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "r");
+	size_t klen = strlen(key);
+	char line[256];
+	long val = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ' ') {
+			char *colon = strchr(line, ':');
+
+			if (colon)
+				val = strtol(colon + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
+/* Utilization clamps of a task, from /proc/PID/sched (SCHED_DEBUG) */
+static void read_uclamp(const char *pid, struct worker_stat *ws)
+{
+	char path[300];
+
+	snprintf(path, sizeof(path), "/proc/%s/sched", pid);
+	ws->uclamp_min = proc_field_sched(path, "uclamp.min");
+	ws->uclamp_max = proc_field_sched(path, "uclamp.max");
+}
 
 /*
  * The memprepop workers alive now, as /proc/PID/stat shows them: fills up
@@ -74,6 +108,7 @@ static int scan_workers(struct worker_stat *ws, int max)
 				if (field == 41)
 					ws[n].policy = atoi(s);
 			}
+			read_uclamp(e->d_name, &ws[n]);
 		}
 		n++;
 	}
@@ -119,6 +154,10 @@ static void *sample(void *arg)
 			if (s->check && (ws[i].policy != s->want.policy ||
 					 ws[i].nice != s->want.nice))
 				s->mismatched++;
+			if (s->check && s->want.uclamp_min >= 0 &&
+			    (ws[i].uclamp_min != s->want.uclamp_min ||
+			     ws[i].uclamp_max != s->want.uclamp_max))
+				s->mismatched++;
 		}
 		usleep(1000);
 	}
@@ -134,7 +173,8 @@ static void *sample(void *arg)
 TEST(workers_take_callers_scheduling)
 {
 	static const struct worker_stat cases[] = {
-		{ SCHED_IDLE, 0 }, { SCHED_BATCH, 7 }, { SCHED_OTHER, 3 },
+		{ SCHED_IDLE, 0, -1, -1 }, { SCHED_BATCH, 7, -1, -1 },
+		{ SCHED_OTHER, 3, -1, -1 },
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -162,7 +202,7 @@ TEST(workers_take_callers_scheduling)
 				_exit(13);
 			s.stop = true;
 			pthread_join(s.tid, NULL);
-			printf("# policy %d nice %d: %d worker observations, %d not the caller's\n",
+			dprintf(1, "# policy %d nice %d: %d worker observations, %d not the caller's\n",
 			       cases[i].policy, cases[i].nice, s.seen,
 			       s.mismatched);
 			_exit(s.mismatched ? 1 : s.seen ? 0 : 2);
@@ -173,6 +213,72 @@ TEST(workers_take_callers_scheduling)
 			TH_LOG("policy %d nice %d", cases[i].policy,
 			       cases[i].nice);
 	}
+}
+
+/* What sched_setattr(2) takes, as far as the utilization clamps */
+struct sched_attr_clamps {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+#define SCHED_FLAG_KEEP_ALL		0x18
+#define SCHED_FLAG_UTIL_CLAMP		0x60
+
+/*
+ * A caller's utilization clamps are its workers' (kernels with
+ * CONFIG_UCLAMP_TASK and SCHED_DEBUG: the debug kernel; Debian's have none).
+ */
+TEST(workers_take_callers_clamps)
+{
+	int status;
+	pid_t pid = fork();
+
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct sched_attr_clamps attr = {
+			.size = sizeof(attr),
+			.sched_flags = SCHED_FLAG_KEEP_ALL |
+				       SCHED_FLAG_UTIL_CLAMP,
+			.sched_util_min = 256, .sched_util_max = 512,
+		};
+		struct sampler s = { .check = true,
+				     .want = { SCHED_OTHER, 0, 256, 512 } };
+		struct memprepop_populate req;
+		size_t len = 256 * MiB;
+		char *p = map_anon_both(len);
+		int fd = open_dev();
+		char self[32];
+
+		if (!p || fd < 0)
+			_exit(10);
+		if (syscall(SYS_sched_setattr, 0, &attr, 0))
+			_exit(4);
+		snprintf(self, sizeof(self), "%d", (int)syscall(SYS_gettid));
+		read_uclamp(self, &s.want);
+		if (s.want.uclamp_min != 256)
+			_exit(5);
+		if (pthread_create(&s.tid, NULL, sample, &s))
+			_exit(11);
+		if (ioc_populate(fd, p, len, 0, &req))
+			_exit(13);
+		s.stop = true;
+		pthread_join(s.tid, NULL);
+		dprintf(1, "# clamps 256..512: %d worker observations, %d not the caller's\n",
+		       s.seen, s.mismatched);
+		_exit(s.mismatched ? 1 : s.seen ? 0 : 2);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 4)
+		SKIP(return, "no utilization clamping (CONFIG_UCLAMP_TASK)");
+	if (WEXITSTATUS(status) == 5)
+		SKIP(return, "clamps not shown in /proc/PID/sched");
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 /* --- identity: credentials and mm ------------------------------------------ */
@@ -238,7 +344,7 @@ TEST(overcommit_reserves_like_madvise)
 						    &err_m);
 		w0 = workers_started();
 		by_ioctl = memfd_pages_until_full(fd, 512 * MiB, true, &err_i);
-		printf("# madvise: %ld pages, errno %d; ioctl: %ld pages, errno %d, %ld workers\n",
+		dprintf(1, "# madvise: %ld pages, errno %d; ioctl: %ld pages, errno %d, %ld workers\n",
 		       by_madvise, -err_m, by_ioctl, -err_i,
 		       workers_started() - w0);
 		if (err_m != -EFAULT || err_i != err_m)

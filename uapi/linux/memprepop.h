@@ -25,11 +25,16 @@
  * MEMPREPOP_F_LOCK: the range must already be mlocked, normally lock-on-fault
  * (mlock2(MLOCK_ONFAULT)), so that every page is locked as it is faulted in,
  * on the node its policy selects. Refused with EINVAL on any part of the
- * range that is not VM_LOCKED: the lock and its RLIMIT_MEMLOCK accounting are
- * mlock2()'s, never a half-accounted lock of the module's own.
+ * range that is not VM_LOCKED, except the mappings mlock() leaves without
+ * VM_LOCKED (hugetlb, DAX, VM_SPECIAL), which are accepted locked or not:
+ * the lock and its RLIMIT_MEMLOCK accounting are mlock2()'s, never a
+ * half-accounted lock of the module's own.
  */
 #define MEMPREPOP_F_LOCK		_BITULL(0)
-/* Fill struct memprepop_populate.node_pages (costs a page reference each). */
+/*
+ * Fill struct memprepop_populate.node_pages, by a lookup apart from the
+ * populate that never changes its result (costs a page reference each).
+ */
 #define MEMPREPOP_F_NODE_STATS		_BITULL(1)
 
 /* Number of nodes, from node 0, reported in memprepop_populate.node_pages. */
@@ -64,8 +69,9 @@ struct memprepop_info {
  * @len: in, length in bytes, rounded up to whole pages like madvise() does;
  *	0 succeeds doing nothing
  * @flags: in, %MEMPREPOP_F_LOCK, %MEMPREPOP_F_NODE_STATS
- * @populated: out, bytes from @addr up to the first page that is not
- *	populated when the call returns; exact on success and on error
+ * @populated: out, how far the call got: [@addr, @addr + @populated) is
+ *	populated and the call stopped at the page there (the failure, the
+ *	first hole, a cancel); a lower bound after EINTR
  * @max_workers: in, most workers to use, 0 for the module's choice
  * @workers: out, workers that took part
  * @nsecs: out, time the call spent populating, in nanoseconds
@@ -95,11 +101,11 @@ struct memprepop_populate {
 
 /**
  * struct memprepop_control - progress and cancellation of a running call
- * @done: out, bytes populated so far, written about every 100 ms while the
- *	call runs and once when it returns
+ * @done: out, bytes populated so far, written every 100 ms while the call
+ *	runs, whoever faults, and once when it returns
  * @cancel: in, set non-zero by another thread to cancel the call: it then
- *	stops within a chunk and fails with ECANCELED, populated exact
- * @__reserved: zero
+ *	stops within about 100 ms and fails with ECANCELED, populated exact
+ * @__reserved: in, zero (EINVAL otherwise)
  */
 struct memprepop_control {
 	__u64 done;
@@ -127,22 +133,26 @@ struct memprepop_control {
  * DOC: MEMPREPOP_IOC_POPULATE
  *
  * Faults in, writable, every page of [addr, addr + len) of the calling
- * process, exactly as madvise(MADV_POPULATE_WRITE) by the caller would, each
- * page on the node its memory policy selects. Only a fatal signal interrupts
- * it.
+ * process, exactly as madvise(MADV_POPULATE_WRITE) by the caller would on
+ * the running kernel (holes included: before 6.9 madvise steps over them and
+ * fails with ENOMEM at the end, from 6.9 it stops at the first), each page on
+ * the node its memory policy selects, by workers that carry the caller's
+ * credentials, cgroups, limits and scheduling attributes. Only a fatal
+ * signal interrupts it, at once.
  *
- * Return: 0 on success, or -1 with errno set to (populated is exact in all
- * cases):
+ * Return: 0 on success, or -1 with errno set to (populated exact but after
+ * EINTR):
  *
- * - EINVAL: @addr not page aligned, @addr + @len wraps or passes the end of
- *   the user address space, an unknown flag or a non-zero reserved field,
+ * - EINVAL: @addr not page aligned, @addr + @len wraps, an unknown flag,
  *   the argument shorter than %MEMPREPOP_POPULATE_SIZE_VER0, @control not
- *   8-byte aligned; a mapping that cannot be populated writable (read-only,
- *   PROT_NONE, VM_IO or VM_PFNMAP, secretmem), or with %MEMPREPOP_F_LOCK a
- *   part of the range that is not mlocked;
+ *   8-byte aligned or its reserved field not zero; a mapping that cannot be
+ *   populated writable (read-only, PROT_NONE, VM_IO or VM_PFNMAP,
+ *   secretmem, a protection key denying the caller writes), or with
+ *   %MEMPREPOP_F_LOCK a part of the range that is not mlocked;
  * - E2BIG: the argument is longer than the module knows and its tail is not
  *   zero;
- * - ENOMEM: part of the range is not mapped, or out of memory;
+ * - ENOMEM: part of the range is not mapped (or beyond the user address
+ *   space), or out of memory;
  * - EFAULT: a fault failed (SIGBUS or SIGSEGV for a user access: hugetlb
  *   pool exhausted, file hole beyond EOF), or the argument or @control is
  *   not accessible;
