@@ -250,7 +250,7 @@ static long ramfs_charge(const char *cg, const char *dir, int fd, bool ioctl_)
  * Page cache the workers fault in is charged to the caller's memory cgroup
  * as the caller's own faults charge it (ramfs: generic page cache).
  */
-TEST_F(cg, page_cache_charged_like_madvise)
+TEST_F_TIMEOUT(cg, page_cache_charged_like_madvise, 3600)
 {
 	char dir[] = "/tmp/mpp-ramfs-XXXXXX";
 	long by_madvise, by_ioctl, w0;
@@ -276,7 +276,7 @@ TEST_F(cg, page_cache_charged_like_madvise)
 }
 
 /* Page tables of 256 MiB of base pages: charged as madvise's are */
-TEST_F(cg, page_tables_charged_like_madvise)
+TEST_F_TIMEOUT(cg, page_tables_charged_like_madvise, 3600)
 {
 	size_t len = 256 * MiB;
 	long pt[2], w0 = workers_started();
@@ -315,7 +315,7 @@ TEST_F(cg, page_tables_charged_like_madvise)
  * goes on with fewer workers, or none, and succeeds; the refusals show in
  * pids.events as a fork's would.
  */
-TEST_F(cg, pids_max_never_exceeded)
+TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 {
 	size_t len = 256 * MiB;
 	struct memprepop_populate req;
