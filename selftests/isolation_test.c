@@ -86,10 +86,16 @@ static int write_oom_score_adj(const char *val)
 	return ret;
 }
 
-/* Runs @populate in a child of this cgroup; its exit status or -signal */
-static int in_child(int (*populate)(char *p, size_t len, void *arg),
+/*
+ * Runs @populate in a child of cgroup @cg; its exit status or -signal, once
+ * its memory is uncharged: a killed caller's workers let go of its memory
+ * within a batch after it is reaped, and until then the cgroup is full.
+ */
+static int in_child(const char *cg,
+		    int (*populate)(char *p, size_t len, void *arg),
 		    size_t len, bool unkillable, void *arg)
 {
+	double t0;
 	int status;
 	pid_t pid = fork();
 
@@ -107,6 +113,10 @@ static int in_child(int (*populate)(char *p, size_t len, void *arg),
 	}
 	if (waitpid(pid, &status, 0) != pid)
 		return -1000;
+	t0 = now();
+	while (cg_read(cg, "memory.current", NULL) > (long)(len / 4) &&
+	       now() - t0 < 10)
+		usleep(10 * 1000);
 	return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
 }
 
@@ -142,13 +152,17 @@ TEST_F(cg, memory_max_like_madvise)
 	ASSERT_EQ(0, write_oom_score_adj("-1000"));
 
 	kills = cg_read(self->path, "memory.events", "oom_kill");
-	EXPECT_EQ(-SIGKILL, in_child(by_madvise, len, false, NULL));
-	EXPECT_EQ(-SIGKILL, in_child(by_ioctl, len, false, &self->fd));
+	EXPECT_EQ(-SIGKILL,
+		  in_child(self->path, by_madvise, len, false, NULL));
+	EXPECT_EQ(-SIGKILL,
+		  in_child(self->path, by_ioctl, len, false, &self->fd));
 	EXPECT_EQ(kills + 2, cg_read(self->path, "memory.events", "oom_kill"));
 
-	EXPECT_EQ(ENOMEM, in_child(by_madvise, len, true, NULL));
+	EXPECT_EQ(ENOMEM,
+		  in_child(self->path, by_madvise, len, true, NULL));
 	hits = cg_read(self->path, "memory.events", "max");
-	EXPECT_EQ(ENOMEM, in_child(by_ioctl, len, true, &self->fd));
+	EXPECT_EQ(ENOMEM,
+		  in_child(self->path, by_ioctl, len, true, &self->fd));
 	EXPECT_EQ(kills + 2, cg_read(self->path, "memory.events", "oom_kill"));
 	/* The workers' charges hit this cgroup's limit, not another's */
 	EXPECT_LT(hits, cg_read(self->path, "memory.events", "max"));
