@@ -175,6 +175,17 @@ FIXTURE_TEARDOWN(caller)
 {
 }
 
+/* Populates while @s samples the workers, then stops the sampler */
+static int populate_sampled(int fd, char *p, size_t len, struct sampler *s)
+{
+	struct memprepop_populate req;
+	int ret = ioc_populate(fd, p, len, 0, &req);
+
+	s->stop = true;
+	pthread_join(s->tid, NULL);
+	return ret;
+}
+
 /* --- identity: scheduling ------------------------------------------------- */
 
 /*
@@ -196,7 +207,6 @@ TEST_F_TIMEOUT(caller, workers_take_callers_scheduling, SLOW)
 		if (!pid) {
 			struct sched_param sp = { 0 };
 			struct sampler s = { .want = cases[i], .check = true };
-			struct memprepop_populate req;
 			size_t len = 256 * MiB;
 			char *p = map_anon_both(len);
 			int fd = open_dev();
@@ -209,10 +219,8 @@ TEST_F_TIMEOUT(caller, workers_take_callers_scheduling, SLOW)
 			if (sched_setscheduler(0, cases[i].policy, &sp) ||
 			    setpriority(PRIO_PROCESS, 0, cases[i].nice))
 				_exit(12);
-			if (ioc_populate(fd, p, len, 0, &req))
+			if (populate_sampled(fd, p, len, &s))
 				_exit(13);
-			s.stop = true;
-			pthread_join(s.tid, NULL);
 			dprintf(1, "# policy %d nice %d: %d worker observations, %d not the caller's\n",
 			       cases[i].policy, cases[i].nice, s.seen,
 			       s.mismatched);
@@ -248,7 +256,6 @@ TEST_F_TIMEOUT(caller, workers_take_callers_clamps, SLOW)
 		};
 		struct sampler s = { .check = true,
 				     .want = { SCHED_OTHER, 0, 256, 512 } };
-		struct memprepop_populate req;
 		size_t len = 256 * MiB;
 		char *p = map_anon_both(len);
 		int fd = open_dev();
@@ -264,10 +271,8 @@ TEST_F_TIMEOUT(caller, workers_take_callers_clamps, SLOW)
 			_exit(14);
 		if (pthread_create(&s.tid, NULL, sample, &s))
 			_exit(11);
-		if (ioc_populate(fd, p, len, 0, &req))
+		if (populate_sampled(fd, p, len, &s))
 			_exit(13);
-		s.stop = true;
-		pthread_join(s.tid, NULL);
 		dprintf(1, "# clamps 256..512: %d worker observations, %d not the caller's\n",
 		       s.seen, s.mismatched);
 		_exit(s.mismatched ? 1 : s.seen ? 0 : 2);
