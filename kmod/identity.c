@@ -87,10 +87,8 @@ static void mpp_sched_capture(struct sched_attr *attr)
  * mpp_identity_init() - capture the calling thread's identity
  * @id: filled in
  * @mm: the caller's mm
- *
- * Return: 0 (it cannot fail; an int for what may come).
  */
-int mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm)
+void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm)
 {
 	id->cred = get_current_cred();
 	id->memcg = get_mem_cgroup_from_mm(mm);
@@ -99,7 +97,6 @@ int mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm)
 	id->make_it_fail = current->make_it_fail;
 #endif
 	id->pkru = mpp_pkru_read();
-	return 0;
 }
 
 /**

@@ -233,7 +233,7 @@ void mpp_policy_enter(struct mempolicy *pol);
 void mpp_policy_leave(void);
 
 /* identity.c */
-int mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
+void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
 void mpp_identity_destroy(struct mpp_identity *id);
 int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task);
 void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
