@@ -292,14 +292,9 @@ static long memfd_pages_until_full(int fd, size_t len, bool ioctl_,
 {
 	struct memprepop_populate req;
 	long pages;
-	int mfd = memfd_create("mpp", 0);
-	char *p;
+	char *p = map_file_shared(memfd_create("mpp", 0), len);
 
-	if (mfd < 0 || ftruncate(mfd, len))
-		return -1;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	close(mfd);
-	if (p == MAP_FAILED)
+	if (!p)
 		return -1;
 	*err = ioctl_ ? ioc_populate(fd, p, len, 0, &req) :
 			madvise_populate_write(p, len);

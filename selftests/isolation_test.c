@@ -240,16 +240,12 @@ static long ramfs_charge(const char *cg, const char *dir, int fd, bool ioctl_)
 	struct memprepop_populate req;
 	char path[256];
 	long before, after;
-	int ffd, ret;
+	int ret;
 	char *p;
 
 	snprintf(path, sizeof(path), "%s/f", dir);
-	ffd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (ffd < 0 || ftruncate(ffd, len))
-		return -1;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ffd, 0);
-	close(ffd);
-	if (p == MAP_FAILED)
+	p = map_file_shared(open(path, O_RDWR | O_CREAT | O_TRUNC, 0600), len);
+	if (!p)
 		return -1;
 	before = cg_read(cg, "memory.current", NULL);
 	ret = ioctl_ ? ioc_populate(fd, p, len, 0, &req) :

@@ -195,6 +195,21 @@ static inline void *map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/*
+ * A writable shared mapping of the first @len bytes of file @fd, sized to
+ * @len; @fd is closed either way. NULL on failure.
+ */
+static inline void *map_file_shared(int fd, size_t len)
+{
+	void *p = MAP_FAILED;
+
+	if (fd >= 0 && !ftruncate(fd, len))
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /* Both nodes' memory, so that a call wants a worker on each */
 static inline int bind_both(void *p, size_t len)
 {
