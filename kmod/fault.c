@@ -12,7 +12,7 @@
 #include <linux/userfaultfd_k.h>
 
 #include "compat.h"
-#include "memprepop.h"
+#include "internal.h"
 #include "trace.h"
 
 static bool mpp_vma_is_secretmem(struct vm_area_struct *vma)
@@ -54,7 +54,7 @@ int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!mpp_identity_may_write(&req->id, vma))
 		return -EINVAL;
-	if ((req->flags & MEMPREPOP_F_LOCK) && !mpp_vma_locked(vma))
+	if ((req->flags & MEMPREPOP_F_REQUIRE_MLOCKED) && !mpp_vma_locked(vma))
 		return -EINVAL;
 	return 0;
 }
@@ -81,7 +81,7 @@ static int mpp_gup_errno(long err)
  * FOLL_FORCE reads through a NUMA-balancing PROT_NONE entry on 6.1 without
  * a hinting fault, as 6.12 does by default.
  */
-static noinline void mpp_count_nodes(struct mm_struct *mm,
+static noinline void mpp_count_nodes(struct mpp_request *req,
 				     unsigned long start, unsigned long end,
 				     u64 *node_pages)
 {
@@ -93,7 +93,7 @@ static noinline void mpp_count_nodes(struct mm_struct *mm,
 					 ARRAY_SIZE(pages));
 		long got, i;
 
-		got = mpp_get_user_pages_remote(mm, start, nr, FOLL_FORCE,
+		got = mpp_get_user_pages_remote(req->mm, start, nr, FOLL_FORCE,
 						pages, NULL);
 		if (got <= 0) {
 			start += PAGE_SIZE;
@@ -102,7 +102,7 @@ static noinline void mpp_count_nodes(struct mm_struct *mm,
 		for (i = 0; i < got; i++) {
 			int nid = page_to_nid(pages[i]);
 
-			if (nid < MEMPREPOP_STAT_NODES)
+			if (nid < req->nr_stat_nodes)
 				node_pages[nid]++;
 			put_page(pages[i]);
 		}
@@ -164,7 +164,7 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
  * @req: the request
  * @chunk: the chunk
  * @caller: true in the calling thread, false in a worker
- * @node_pages: per-node page counts to add to (%MEMPREPOP_F_NODE_STATS)
+ * @node_pages: per-node page counts to add to, or NULL for none
  * @reached: set to the end of what was populated from @chunk->start
  *
  * Faults in batches of %MPP_GUP_BATCH pages, looking up the VMA again after
@@ -181,7 +181,6 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
 int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		    bool caller, u64 *node_pages, unsigned long *reached)
 {
-	bool stats = req->flags & MEMPREPOP_F_NODE_STATS;
 	struct mm_struct *mm = req->mm;
 	struct vm_area_struct *vma = NULL;
 	unsigned long addr = chunk->start;
@@ -233,8 +232,8 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 			locked = 1;
 		}
 		if (got > 0) {
-			if (stats)
-				mpp_count_nodes(mm, addr, addr + got * PAGE_SIZE,
+			if (node_pages)
+				mpp_count_nodes(req, addr, addr + got * PAGE_SIZE,
 						node_pages);
 			atomic64_add(got * PAGE_SIZE, &req->bytes_done);
 			addr += got << PAGE_SHIFT;

@@ -31,7 +31,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 
-#include "memprepop.h"
+#include "internal.h"
 
 #ifdef CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS
 #include <asm/pkru.h>

@@ -6,17 +6,13 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
-#include <linux/nodemask.h>
 #include <linux/sched.h>
 #include <linux/uaccess.h>
 
-#include "memprepop.h"
+#include "internal.h"
 
 #define CREATE_TRACE_POINTS
 #include "trace.h"
-
-/* struct memprepop_info up to and including @flags */
-#define MEMPREPOP_INFO_SIZE_VER0	16
 
 static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 {
@@ -28,21 +24,14 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 static long memprepop_ioctl_info(void __user *uarg, size_t usize)
 {
 	struct memprepop_info info = {
-		.abi_version = MEMPREPOP_ABI_VERSION,
-		.populate_size = sizeof(struct memprepop_populate),
 		.flags = MEMPREPOP_F_SUPPORTED,
-		.nr_online_nodes = num_online_nodes(),
+		.populate_size = sizeof(struct memprepop_populate),
+		.info_size = sizeof(struct memprepop_info),
 		.max_workers = num_online_cpus(),
-		.nr_node_ids = nr_node_ids,
 	};
-	int nid;
 
 	if (usize < MEMPREPOP_INFO_SIZE_VER0)
 		return -EINVAL;
-
-	for_each_online_node(nid)
-		if (nid < 64)
-			info.online_nodes |= 1ULL << nid;
 
 	if (copy_to_user(uarg, &info, min(usize, sizeof(info))))
 		return -EFAULT;

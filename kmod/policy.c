@@ -22,7 +22,7 @@
 #include <linux/userfaultfd_k.h>
 
 #include "compat.h"
-#include "memprepop.h"
+#include "internal.h"
 
 /**
  * mpp_policy_init() - record the caller's placement context

@@ -6,7 +6,7 @@
 #include <linux/device.h>
 #include <linux/sysfs.h>
 
-#include "memprepop.h"
+#include "internal.h"
 
 static atomic64_t mpp_calls, mpp_failed, mpp_interrupted, mpp_bytes,
 		  mpp_nsecs, mpp_workers_started;

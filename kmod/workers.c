@@ -25,7 +25,7 @@
 #include <linux/slab.h>
 #include <linux/topology.h>
 
-#include "memprepop.h"
+#include "internal.h"
 
 static unsigned int max_threads;
 module_param(max_threads, uint, 0644);
@@ -258,6 +258,10 @@ static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
 
 	w->req = req;
 	w->node = nid;
+	w->node_pages = NULL;
+	if (req->node_pages)
+		w->node_pages = req->node_pages +
+				(w - req->workers + 1) * req->nr_stat_nodes;
 	w->pol = kmemdup(&req->task_pol, sizeof(*w->pol), GFP_KERNEL_ACCOUNT);
 	if (!w->pol)
 		return -ENOMEM;
@@ -324,6 +328,14 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
 			       GFP_KERNEL_ACCOUNT);
 	if (!req->partial)
 		goto out_put_threads;
+	/* Node counts: the caller's first, then one row per worker */
+	if (req->nr_stat_nodes) {
+		req->node_pages = kvcalloc((taken + 1) * req->nr_stat_nodes,
+					   sizeof(*req->node_pages),
+					   GFP_KERNEL_ACCOUNT);
+		if (!req->node_pages)
+			goto out_put_threads;
+	}
 	ret = 0;
 
 	/* Round robin over the nodes, so that a cut leaves each node some */

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * memprepop: internal interfaces. A populate call is a refcounted request:
- * the caller plans it (policy.c), per-node workers that take on the caller's
- * identity (identity.c) fault its chunks in (workers.c, fault.c), and the
- * caller collects the result (populate.c).
+ * memprepop: the module's internal interfaces, not an ABI. The floors, each
+ * calling only those below it:
+ *
+ *   main.c      the device and its ioctls
+ *   populate.c  one populate call, start to end, and the caller's share
+ *   workers.c   the per-node kernel threads of a call
+ *   policy.c    the plan: which node each part of the range goes to
+ *   fault.c     faulting a chunk in, as madvise_populate() does
+ *   request.c   the request's bookkeeping: chunks, failures, progress
+ *
+ * and beside them identity.c (a worker becomes the caller) and stats.c.
  */
-#ifndef _MEMPREPOP_H
-#define _MEMPREPOP_H
+#ifndef _MEMPREPOP_INTERNAL_H
+#define _MEMPREPOP_INTERNAL_H
 
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -28,7 +35,7 @@ struct task_struct;
 struct vm_area_struct;
 
 /* Flags the module accepts in struct memprepop_populate.flags. */
-#define MEMPREPOP_F_SUPPORTED	(MEMPREPOP_F_LOCK | MEMPREPOP_F_NODE_STATS)
+#define MEMPREPOP_F_SUPPORTED	MEMPREPOP_F_REQUIRE_MLOCKED
 
 /* The unit of work handed to a worker; also the kill latency bound. */
 #define MPP_CHUNK_SIZE		(16UL << 20)
@@ -104,7 +111,8 @@ struct mpp_segment {
  * @node: the node it runs on
  * @pol: its own copy of the request's @task_pol, its task policy
  * @next_seg: first segment that may still have work for it
- * @node_pages: pages it found per node (with %MEMPREPOP_F_NODE_STATS)
+ * @node_pages: pages it found per node, its row of &mpp_request.node_pages;
+ *	NULL without statistics
  */
 struct mpp_worker {
 	struct mpp_request *req;
@@ -112,7 +120,7 @@ struct mpp_worker {
 	int node;
 	struct mempolicy *pol;
 	unsigned int next_seg;
-	u64 node_pages[MEMPREPOP_STAT_NODES];
+	u64 *node_pages;
 };
 
 /**
@@ -176,6 +184,9 @@ struct mpp_handoff {
  * @nr_workers: number of workers
  * @active: workers still running
  * @wq: the caller waits here for the workers and for handoffs
+ * @nr_stat_nodes: nodes counted in @node_pages, 0 for no statistics
+ * @node_pages: pages found per node, a row of @nr_stat_nodes for the caller
+ *	then one per worker
  */
 struct mpp_request {
 	struct kref ref;
@@ -212,25 +223,45 @@ struct mpp_request {
 	unsigned int nr_workers;
 	atomic_t active;
 	wait_queue_head_t wq;
+
+	unsigned int nr_stat_nodes;
+	u64 *node_pages;
 };
 
 /* populate.c */
 int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *req);
-void mpp_request_put(struct mpp_request *req);
-void mpp_stop(struct mpp_request *req, unsigned long addr, int err);
-bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
-	       struct mpp_chunk *chunk);
-void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
-		      unsigned long reached, int err);
-void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
-		 unsigned long reached);
-void mpp_control_sync(struct mpp_request *req);
+
+/* workers.c */
+int mpp_workers_start(struct mpp_request *req, unsigned int max_workers);
 
 /* policy.c */
 int mpp_plan(struct mpp_request *req);
 void mpp_policy_init(struct mpp_request *req);
 void mpp_policy_enter(struct mempolicy *pol);
 void mpp_policy_leave(void);
+
+/* fault.c */
+int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
+int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
+		    bool caller, u64 *node_pages, unsigned long *reached);
+
+/* request.c */
+struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
+				      unsigned long start, unsigned long end,
+				      u64 flags, unsigned int nr_stat_nodes);
+void mpp_request_put(struct mpp_request *req);
+void mpp_stop(struct mpp_request *req, unsigned long addr, int err);
+void mpp_kill(struct mpp_request *req);
+bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
+	       struct mpp_chunk *chunk);
+void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
+		      unsigned long reached, int err);
+void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
+		 unsigned long reached);
+bool mpp_take_handoff(struct mpp_request *req, struct mpp_chunk *chunk);
+bool mpp_has_handoff(struct mpp_request *req);
+void mpp_control_sync(struct mpp_request *req);
+unsigned long mpp_populated_end(struct mpp_request *req);
 
 /* identity.c */
 void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
@@ -243,18 +274,10 @@ void mpp_identity_leave(struct mm_struct *mm,
 bool mpp_identity_may_write(const struct mpp_identity *id,
 			    struct vm_area_struct *vma);
 
-/* workers.c */
-int mpp_workers_start(struct mpp_request *req, unsigned int max_workers);
-
-/* fault.c */
-int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
-int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
-		    bool caller, u64 *node_pages, unsigned long *reached);
-
 /* stats.c */
 struct attribute_group;
 extern const struct attribute_group *memprepop_stats_groups[];
 void mpp_stats_account(const struct memprepop_populate *req, int ret);
 void mpp_stats_workers(unsigned int nr);
 
-#endif /* _MEMPREPOP_H */
+#endif /* _MEMPREPOP_INTERNAL_H */

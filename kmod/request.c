@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop: the bookkeeping of one populate request, below everything else:
+ * its lifetime, the chunks handed out to threads and how each ended, the
+ * lowest failure, the chunks workers hand back to the caller, the progress
+ * written to @control, and, from all that, exactly how far the range got.
+ */
+#include <linux/bitmap.h>
+#include <linux/jiffies.h>
+#include <linux/mm.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "internal.h"
+
+/**
+ * mpp_request_alloc() - a request for [@start, @end) of @mm
+ * @mm: the caller's mm, which the request holds a user reference on
+ * @start: start of the range
+ * @end: end of the range
+ * @flags: %MEMPREPOP_F_* of the call
+ * @nr_stat_nodes: nodes to count pages on, 0 for no statistics
+ *
+ * Return: the request, with one reference for the caller, or NULL.
+ */
+struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
+				      unsigned long start, unsigned long end,
+				      u64 flags, unsigned int nr_stat_nodes)
+{
+	struct mpp_request *req;
+
+	req = kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
+	if (!req)
+		return NULL;
+	kref_init(&req->ref);
+	mmget(mm);
+	req->mm = mm;
+	req->flags = flags;
+	req->start = start;
+	req->end = end;
+	req->stop_at = end;
+	req->hole_at = end;
+	req->nr_stat_nodes = nr_stat_nodes;
+	spin_lock_init(&req->lock);
+	INIT_LIST_HEAD(&req->handoffs);
+	init_waitqueue_head(&req->wq);
+	mpp_identity_init(&req->id, mm);
+	return req;
+}
+
+static void mpp_request_release(struct kref *ref)
+{
+	struct mpp_request *req = container_of(ref, struct mpp_request, ref);
+	struct mpp_handoff *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &req->handoffs, node)
+		kfree(h);
+	mpp_identity_destroy(&req->id);
+	kvfree(req->node_pages);
+	kfree(req->partial);
+	kvfree(req->workers);
+	kvfree(req->chunk_done);
+	kvfree(req->segs);
+	mmput(req->mm);
+	kfree(req);
+}
+
+void mpp_request_put(struct mpp_request *req)
+{
+	kref_put(&req->ref, mpp_request_release);
+}
+
+/**
+ * mpp_stop() - nothing at or above @addr is to be populated any more
+ * @req: the request
+ * @addr: where it failed
+ * @err: why
+ *
+ * The lowest failure wins: everything below it is still populated, so that
+ * the call ends exactly where madvise(MADV_POPULATE_WRITE) would have.
+ */
+void mpp_stop(struct mpp_request *req, unsigned long addr, int err)
+{
+	spin_lock(&req->lock);
+	if (addr < req->stop_at) {
+		WRITE_ONCE(req->stop_at, addr);
+		req->err = err;
+	}
+	spin_unlock(&req->lock);
+}
+
+/* Everyone stops: the caller was killed, or cancelled the call */
+void mpp_kill(struct mpp_request *req)
+{
+	WRITE_ONCE(req->killed, true);
+}
+
+/* The start of chunk @index of @seg */
+static unsigned long mpp_chunk_start(const struct mpp_segment *seg,
+				     unsigned long index)
+{
+	unsigned long base = ALIGN_DOWN(seg->start, seg->chunk_size);
+
+	return max(seg->start, base + index * seg->chunk_size);
+}
+
+/**
+ * mpp_claim() - hand out the next chunk for a thread
+ * @req: the request
+ * @node: the worker's node, or %NUMA_NO_NODE for the calling thread
+ * @next_seg: the thread's cursor: segments before it have nothing for it
+ * @chunk: filled with the claimed chunk
+ *
+ * Workers take chunks of the segments their node serves, the caller takes
+ * the segments only it may fault, in address order, dynamically.
+ *
+ * Return: true when @chunk was claimed, false when there is nothing left.
+ */
+bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
+	       struct mpp_chunk *chunk)
+{
+	for (; *next_seg < req->nr_segs; (*next_seg)++) {
+		struct mpp_segment *seg = &req->segs[*next_seg];
+		unsigned long index;
+
+		if (READ_ONCE(req->killed))
+			return false;
+		if (node == NUMA_NO_NODE ? !seg->caller_only :
+		    seg->caller_only || !node_isset(node, seg->served_by))
+			continue;
+		index = atomic_long_fetch_inc(&seg->next_chunk);
+		if (index >= seg->nr_chunks)
+			continue;
+
+		chunk->seg = seg;
+		chunk->index = seg->first_chunk + index;
+		chunk->start = mpp_chunk_start(seg, index);
+		chunk->end = min(seg->end, mpp_chunk_start(seg, index + 1));
+		/* Segments are in address order: all the rest is stopped too */
+		if (chunk->start >= READ_ONCE(req->stop_at))
+			return false;
+		return true;
+	}
+	return false;
+}
+
+/**
+ * mpp_chunk_finish() - record how a chunk ended
+ * @req: the request
+ * @chunk: the chunk
+ * @reached: populated from its start up to here
+ * @err: 0, -ECANCELED (stopped), -EINTR (the caller was killed) or a
+ *	failure
+ */
+void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
+		      unsigned long reached, int err)
+{
+	if (!err) {
+		set_bit(chunk->index, req->chunk_done);
+		return;
+	}
+	if (err == -EINTR)
+		mpp_kill(req);
+	if (err != -ECANCELED && err != -EINTR) {
+		mpp_stop(req, reached, err);
+		return;
+	}
+	/*
+	 * Stopped below the chunk's end. Only a kill (or cancel) leaves chunks
+	 * below the lowest failure incomplete, and after one a thread stops
+	 * for good: one record per thread, so remember just those.
+	 */
+	if (!READ_ONCE(req->killed))
+		return;
+	spin_lock(&req->lock);
+	if (req->nr_partial < req->nr_workers + 1) {
+		req->partial[req->nr_partial].chunk = chunk->index;
+		req->partial[req->nr_partial].addr = reached;
+		req->nr_partial++;
+	}
+	spin_unlock(&req->lock);
+}
+
+/**
+ * mpp_handoff() - leave the rest of a chunk to the calling thread
+ * @req: the request
+ * @chunk: the chunk, populated from its start up to @reached
+ * @reached: where a worker found a userfaultfd-armed mapping
+ *
+ * Faults in a userfaultfd-armed mapping wait for its handler, and only the
+ * caller can be killed out of that wait: such a mapping, found by a worker
+ * at any lookup, is the caller's to fault.
+ */
+void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
+		 unsigned long reached)
+{
+	struct mpp_handoff *h;
+
+	h = kmalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h) {
+		mpp_chunk_finish(req, chunk, reached, -ENOMEM);
+		return;
+	}
+	h->chunk = *chunk;
+	h->chunk.start = reached;
+	spin_lock(&req->lock);
+	list_add_tail(&h->node, &req->handoffs);
+	spin_unlock(&req->lock);
+	wake_up(&req->wq);
+}
+
+/* The calling thread takes a chunk a worker handed back, if there is one */
+bool mpp_take_handoff(struct mpp_request *req, struct mpp_chunk *chunk)
+{
+	struct mpp_handoff *h;
+
+	spin_lock(&req->lock);
+	h = list_first_entry_or_null(&req->handoffs, struct mpp_handoff,
+				     node);
+	if (h)
+		list_del(&h->node);
+	spin_unlock(&req->lock);
+	if (!h)
+		return false;
+	*chunk = h->chunk;
+	kfree(h);
+	return true;
+}
+
+bool mpp_has_handoff(struct mpp_request *req)
+{
+	bool has;
+
+	spin_lock(&req->lock);
+	has = !list_empty(&req->handoffs);
+	spin_unlock(&req->lock);
+	return has;
+}
+
+/**
+ * mpp_control_sync() - tell @control how far the call got, read @cancel
+ * @req: the request, in the caller's context, without mmap_lock
+ *
+ * A control the caller cannot write or read fails the call with EFAULT.
+ */
+void mpp_control_sync(struct mpp_request *req)
+{
+	u32 cancel;
+
+	req->next_sync = jiffies + msecs_to_jiffies(MPP_SYNC_MS);
+	if (!req->control || req->abort_err)
+		return;
+	if (put_user(atomic64_read(&req->bytes_done), &req->control->done) ||
+	    get_user(cancel, &req->control->cancel))
+		req->abort_err = -EFAULT;
+	else if (cancel)
+		req->abort_err = -ECANCELED;
+	if (req->abort_err)
+		mpp_kill(req);
+}
+
+/**
+ * mpp_populated_end() - how far the range got
+ * @req: the request, its threads done or the caller killed
+ *
+ * The end of what is populated from the start of the range. Chunks below the
+ * lowest failure all complete unless the caller is killed, so it is: the
+ * start of the first chunk that did not complete, or the failure in it, or
+ * where a kill stopped it; never past the lowest failure, nor past a hole
+ * the plan stepped over.
+ *
+ * Return: the end address of the populated start of the range.
+ */
+unsigned long mpp_populated_end(struct mpp_request *req)
+{
+	unsigned long first = find_first_zero_bit(req->chunk_done,
+						  req->nr_chunks);
+	unsigned long end = req->end, stop_at = req->stop_at;
+	unsigned int i;
+
+	for (i = 0; first < req->nr_chunks && i < req->nr_segs; i++) {
+		const struct mpp_segment *seg = &req->segs[i];
+		unsigned long index = first - seg->first_chunk;
+		unsigned long chunk_end;
+
+		if (first >= seg->first_chunk + seg->nr_chunks)
+			continue;
+		end = mpp_chunk_start(seg, index);
+		chunk_end = min(seg->end, mpp_chunk_start(seg, index + 1));
+		if (stop_at >= end && stop_at < chunk_end)
+			end = stop_at;
+		break;
+	}
+	spin_lock(&req->lock);
+	for (i = 0; i < req->nr_partial; i++)
+		if (req->partial[i].chunk == first)
+			end = req->partial[i].addr;
+	spin_unlock(&req->lock);
+	return min3(end, stop_at, req->hole_at);
+}
+
