@@ -633,7 +633,7 @@ static long kpageflags_count(const char *p, size_t len, uint64_t mask)
 
 /*
  * Right after the call every page is on an LRU list, and with
- * MEMPREPOP_F_LOCK unevictable and mlocked, as after madvise(): the
+ * MEMPREPOP_F_REQUIRE_MLOCKED unevictable and mlocked, as after madvise(): the
  * workers drain their CPU's batches as madvise's populate does.
  */
 TEST_F_TIMEOUT(caller, lru_and_unevictable_like_madvise, SLOW)
@@ -661,7 +661,7 @@ TEST_F_TIMEOUT(caller, lru_and_unevictable_like_madvise, SLOW)
 				ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
 			ret = by_ioctl ?
 			      ioc_populate(fd, p, len,
-					   lock ? MEMPREPOP_F_LOCK : 0, &req) :
+					   lock ? MEMPREPOP_F_REQUIRE_MLOCKED : 0, &req) :
 			      madvise_populate_write(p, len);
 			ASSERT_EQ(0, ret);
 			counts[by_ioctl] = kpageflags_count(p, len, mask);
@@ -735,7 +735,7 @@ static size_t present_prefix(const char *p, size_t len)
  * Holes and unpopulatable mappings after a hole: the errno and the pages
  * the running kernel's madvise() gives (before 6.9 it walks past holes),
  * with populated the prefix that is there, with and without
- * MEMPREPOP_F_NODE_STATS.
+ * node statistics.
  */
 TEST_F_TIMEOUT(caller, holes_like_madvise, SLOW)
 {
@@ -760,12 +760,13 @@ TEST_F_TIMEOUT(caller, holes_like_madvise, SLOW)
 		munmap(p, len);
 		for (int stats = 0; stats < 2; stats++) {
 			struct memprepop_populate req;
+			uint64_t counts[TEST_NODES];
 
 			p = lay_out(layouts[l], 3);
 			ASSERT_NE(NULL, p);
-			got[stats] = ioc_populate(fd, p, len, stats ?
-						  MEMPREPOP_F_NODE_STATS : 0,
-						  &req);
+			got[stats] = ioc_populate_stats(fd, p, len, 0,
+					stats ? counts : NULL,
+					stats ? TEST_NODES : 0, &req);
 			EXPECT_EQ(want_pages, present_pages(p, len))
 				TH_LOG("layout %u stats %d", l, stats);
 			EXPECT_EQ(present_prefix(p, len), req.populated)
@@ -781,7 +782,7 @@ TEST_F_TIMEOUT(caller, holes_like_madvise, SLOW)
 }
 
 /*
- * MEMPREPOP_F_LOCK accepts what mlock() cannot flag: a hugetlb mapping
+ * MEMPREPOP_F_REQUIRE_MLOCKED accepts what mlock() cannot flag: a hugetlb mapping
  * never mlocked succeeds (its pages are never reclaimed), anonymous memory
  * never mlocked is refused.
  */
@@ -794,7 +795,7 @@ TEST_F_TIMEOUT(caller, lock_rule_for_hugetlb, SLOW)
 	ASSERT_LE(0, fd);
 	p = map_anon(4 * MiB);
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ(-EINVAL, ioc_populate(fd, p, 4 * MiB, MEMPREPOP_F_LOCK,
+	EXPECT_EQ(-EINVAL, ioc_populate(fd, p, 4 * MiB, MEMPREPOP_F_REQUIRE_MLOCKED,
 					&req));
 	munmap(p, 4 * MiB);
 	if (meminfo_field("HugePages_Free") < 2)
@@ -802,7 +803,7 @@ TEST_F_TIMEOUT(caller, lock_rule_for_hugetlb, SLOW)
 	p = mmap(NULL, 2 * HPAGE, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_EQ(0, ioc_populate(fd, p, 2 * HPAGE, MEMPREPOP_F_LOCK, &req));
+	EXPECT_EQ(0, ioc_populate(fd, p, 2 * HPAGE, MEMPREPOP_F_REQUIRE_MLOCKED, &req));
 	EXPECT_EQ(2 * HPAGE, req.populated);
 	munmap(p, 2 * HPAGE);
 	close(fd);

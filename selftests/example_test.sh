@@ -3,6 +3,8 @@
 # The VMM-style example: guest RAM per guest node, bound, populated and
 # locked, every page on its host node. KTAP on stdout.
 . "$(dirname "$0")/ktap_helpers.sh"
+ktap_need_device
+ktap_need_cmd memprepop-example-vmm
 echo "TAP version 13"
 echo "1..2"
 

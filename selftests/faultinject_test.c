@@ -133,7 +133,7 @@ FIXTURE_VARIANT_ADD(inject, page_alloc_one_worker) {
 
 FIXTURE_VARIANT_ADD(inject, page_alloc_lock) {
 	PAGE_BUDGETS,
-	.flags = MEMPREPOP_F_LOCK,
+	.flags = MEMPREPOP_F_REQUIRE_MLOCKED,
 };
 
 FIXTURE_VARIANT_ADD(inject, slab) {
@@ -142,7 +142,7 @@ FIXTURE_VARIANT_ADD(inject, slab) {
 
 FIXTURE_VARIANT_ADD(inject, slab_lock) {
 	SLAB_BUDGETS,
-	.flags = MEMPREPOP_F_LOCK,
+	.flags = MEMPREPOP_F_REQUIRE_MLOCKED,
 };
 
 FIXTURE_SETUP(inject)
@@ -175,7 +175,7 @@ static char *fresh_range(const FIXTURE_VARIANT(inject) *variant)
 
 	if (p == MAP_FAILED)
 		return NULL;
-	if ((variant->flags & MEMPREPOP_F_LOCK) &&
+	if ((variant->flags & MEMPREPOP_F_REQUIRE_MLOCKED) &&
 	    syscall(SYS_mlock2, p, RANGE, MLOCK_ONFAULT)) {
 		munmap(p, RANGE);
 		return NULL;

@@ -77,13 +77,7 @@ TEST_F(cg, cpu_time_in_callers_cgroup)
 
 static int write_oom_score_adj(const char *val)
 {
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY), ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -errno;
-	close(fd);
-	return ret;
+	return write_file("/proc/self/oom_score_adj", val) ? -errno : 0;
 }
 
 /*
@@ -203,10 +197,9 @@ TEST_F(cg, hugetlb_limit_enforced_and_charged)
 /* A cpuset of one CPU and one node keeps both workers and pages there */
 TEST_F(cg, cpuset_keeps_workers_and_pages)
 {
-	size_t len = 64 * MiB, i, n = len / page_size();
+	size_t len = 64 * MiB, n = len / page_size();
 	struct memprepop_populate req;
-	void **pages;
-	int *status;
+	uint64_t counts[TEST_NODES];
 	char *p;
 
 	RETURN_IF_SKIPPED();
@@ -218,18 +211,8 @@ TEST_F(cg, cpuset_keeps_workers_and_pages)
 	ASSERT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
 	EXPECT_EQ(1, req.workers);
 
-	pages = malloc(n * sizeof(*pages));
-	status = malloc(n * sizeof(*status));
-	ASSERT_NE(NULL, pages);
-	ASSERT_NE(NULL, status);
-	for (i = 0; i < n; i++)
-		pages[i] = p + i * page_size();
-	ASSERT_EQ(0, move_pages(0, n, pages, NULL, status, 0));
-	for (i = 0; i < n && status[i] == 0; i++)
-		;
-	EXPECT_EQ(n, i);
-	free(pages);
-	free(status);
+	ASSERT_EQ(0, numa_maps_nodes(p, len, counts, TEST_NODES));
+	EXPECT_EQ(n, counts[0]);
 	munmap(p, len);
 }
 
@@ -421,13 +404,13 @@ TEST(unprivileged_lock)
 		/* Over the limit: mlock2 refuses, nothing is locked */
 		if (mlock2(p, 16 * MiB, MLOCK_ONFAULT) != -1 || errno != ENOMEM)
 			_exit(11);
-		if (ioc_populate(fd, p, 16 * MiB, MEMPREPOP_F_LOCK, &req) !=
+		if (ioc_populate(fd, p, 16 * MiB, MEMPREPOP_F_REQUIRE_MLOCKED, &req) !=
 		    -EINVAL || present_pages(p, 16 * MiB))
 			_exit(12);
 		/* Within it: locked and accounted as mlock leaves it */
 		if (mlock2(p, 4 * MiB, MLOCK_ONFAULT))
 			_exit(13);
-		if (ioc_populate(fd, p, 4 * MiB, MEMPREPOP_F_LOCK, &req) ||
+		if (ioc_populate(fd, p, 4 * MiB, MEMPREPOP_F_REQUIRE_MLOCKED, &req) ||
 		    req.populated != 4 * MiB)
 			_exit(14);
 		if (smaps_field_kb(p, "Locked") != 4096 ||
@@ -443,7 +426,7 @@ TEST(unprivileged_lock)
 	close(fd);
 }
 
-/* VmLck counts what F_LOCK populated, and munmap gives it back */
+/* VmLck counts what F_REQUIRE_MLOCKED populated, and munmap gives it back */
 TEST(vmlck_accounting)
 {
 	size_t len = 8 * MiB;
@@ -457,7 +440,7 @@ TEST(vmlck_accounting)
 	vmlck0 = status_field_kb("VmLck");
 	ASSERT_LE(0, vmlck0);
 	ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
-	ASSERT_EQ(0, ioc_populate(fd, p, len, MEMPREPOP_F_LOCK, &req));
+	ASSERT_EQ(0, ioc_populate(fd, p, len, MEMPREPOP_F_REQUIRE_MLOCKED, &req));
 	EXPECT_EQ((long)(len / KiB), smaps_field_kb(p, "Locked"));
 	EXPECT_EQ(vmlck0 + (long)(len / KiB), status_field_kb("VmLck"));
 	ASSERT_EQ(0, munmap(p, len));

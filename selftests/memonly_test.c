@@ -13,23 +13,14 @@
 #define LEN	(64 * MiB)
 #define MEMONLY	2
 
-/* Pages of [p, p + len) on node @nid, from move_pages(2) */
+/* Pages of [p, p + len) on node @nid, from numa_maps */
 static size_t pages_on(char *p, size_t len, int nid)
 {
-	size_t n = len / page_size(), i, count = 0;
-	void **pages = malloc(n * sizeof(*pages));
-	int *status = malloc(n * sizeof(*status));
+	uint64_t counts[TEST_NODES];
 
-	if (pages && status) {
-		for (i = 0; i < n; i++)
-			pages[i] = p + i * page_size();
-		if (!move_pages(0, n, pages, NULL, status, 0))
-			for (i = 0; i < n; i++)
-				count += status[i] == nid;
-	}
-	free(pages);
-	free(status);
-	return count;
+	if (numa_maps_nodes(p, len, counts, TEST_NODES))
+		return 0;
+	return counts[nid];
 }
 
 static bool have_memory_only_node(void)

@@ -22,6 +22,27 @@
 
 #include <linux/memprepop.h>
 
+/*
+ * The module's tests need /dev/memprepop. Without it (the module neither
+ * loaded nor loadable) a test program skips as a whole, as kselftests do,
+ * instead of failing every case. The library's tests, which run without the
+ * module too, define MEMPREPOP_TEST_NO_DEVICE.
+ */
+#ifndef MEMPREPOP_TEST_NO_DEVICE
+static void __attribute__((constructor)) memprepop_test_need_device(void)
+{
+	/* Not loadable: the check below says so */
+	if (access(MEMPREPOP_DEVICE, F_OK))
+		(void)!system("modprobe -q memprepop 2>/dev/null");
+	if (access(MEMPREPOP_DEVICE, F_OK)) {
+		printf("TAP version 13\n");
+		printf("1..0 # SKIP no %s: the memprepop module is not loaded\n",
+		       MEMPREPOP_DEVICE);
+		exit(4);	/* KSFT_SKIP */
+	}
+}
+#endif
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE	23
 #endif
@@ -147,6 +168,21 @@ static inline int write_file(const char *path, const char *s)
 	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
+/* Reads a whole small file into buf; returns its length or -1 */
+static inline ssize_t read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf + total, size - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = 0;
+	return total;
+}
+
 /* The number a one-number file holds, or -1 */
 static inline long read_long(const char *path)
 {
@@ -159,6 +195,93 @@ static inline long read_long(const char *path)
 		fclose(f);
 	}
 	return v;
+}
+
+/*
+ * Pages of [addr, addr + len) on each node N < @nr, from /proc/self/numa_maps
+ * as an outsider reads them: exact whatever NUMA balancing does (a page it
+ * has made PROT_NONE for a hinting fault, which move_pages(2) does not report
+ * on 6.1, is counted), and nothing is faulted in. The range must be whole
+ * VMAs (numa_maps counts per VMA). Huge pages count as their base pages.
+ * Returns 0, or -1 when the range is not whole VMAs or a file cannot be read.
+ */
+static inline int numa_maps_nodes(const void *addr, size_t len,
+				  uint64_t *counts, unsigned int nr)
+{
+	uintptr_t start = (uintptr_t)addr, end = start + len, covered = start;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	FILE *nm = fopen("/proc/self/numa_maps", "r");
+	char line[4096];
+	int ret = -1;
+
+	memset(counts, 0, nr * sizeof(*counts));
+	if (!maps || !nm)
+		goto out;
+	/* The same VMAs in the same order, one line each (but the gate VMA) */
+	while (covered < end && fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi, kb = page_size() / KiB, n;
+		char *tok, *save;
+		int nid;
+
+		if (!fgets(line + 2048, 2048, nm) ||
+		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			goto out;
+		if (hi <= start || lo >= end)
+			continue;
+		if (lo != covered || hi > end)
+			goto out;	/* not whole VMAs, or a gap */
+		covered = hi;
+		tok = strstr(line + 2048, "kernelpagesize_kB=");
+		if (tok)
+			sscanf(tok, "kernelpagesize_kB=%lu", &kb);
+		for (tok = strtok_r(line + 2048, " \n", &save); tok;
+		     tok = strtok_r(NULL, " \n", &save))
+			if (sscanf(tok, "N%d=%lu", &nid, &n) == 2 &&
+			    nid >= 0 && (unsigned int)nid < nr)
+				counts[nid] += n * (kb * KiB / page_size());
+	}
+	ret = covered == end ? 0 : -1;
+out:
+	if (maps)
+		fclose(maps);
+	if (nm)
+		fclose(nm);
+	return ret;
+}
+
+/*
+ * The node of every page of [p, p + len), all populated and readable, from
+ * move_pages(2). A page it does not report (NUMA balancing made it PROT_NONE
+ * for a hinting fault: -EFAULT or -ENOENT on 6.1) is read, which ends the
+ * hinting fault, and asked again. Returns 0, or -1.
+ */
+static inline int page_nodes(char *p, size_t len, int *nodes)
+{
+	size_t n = len / page_size(), i;
+	void **pages = malloc(n * sizeof(*pages));
+	int round, ret = -1;
+
+	if (!pages)
+		return -1;
+	for (i = 0; i < n; i++)
+		pages[i] = p + i * page_size();
+	for (round = 0; round < 10; round++) {
+		bool again = false;
+
+		if (move_pages(0, n, pages, NULL, nodes, 0))
+			break;
+		for (i = 0; i < n; i++)
+			if (nodes[i] < 0) {
+				(void)*(volatile char *)pages[i];
+				again = true;
+			}
+		if (!again) {
+			ret = 0;
+			break;
+		}
+	}
+	free(pages);
+	return ret;
 }
 
 /* madvise(MADV_POPULATE_WRITE) as 0 or -errno: the reference behaviour. */
@@ -186,13 +309,54 @@ static inline int ioc_populate(int fd, void *addr, size_t len, uint64_t flags,
 	return ioc_populate_workers(fd, addr, len, flags, 0, req);
 }
 
-/* An anonymous private mapping, or NULL. */
+/* Entries of the node statistics arrays of the tests: any node up to it */
+#define TEST_NODES	64
+
+/* The same, with the call's node statistics in @counts[@nr] */
+static inline int ioc_populate_stats(int fd, void *addr, size_t len,
+				     uint64_t flags, uint64_t *counts,
+				     unsigned int nr,
+				     struct memprepop_populate *req)
+{
+	memset(req, 0, sizeof(*req));
+	req->addr = (uintptr_t)addr;
+	req->len = len;
+	req->flags = flags;
+	req->node_pages = (uintptr_t)counts;
+	req->nr_node_pages = nr;
+	return ioctl(fd, MEMPREPOP_IOC_POPULATE, req) ? -errno : 0;
+}
+
+/* Sum of @nr counters */
+static inline uint64_t sum_counts(const uint64_t *counts, unsigned int nr)
+{
+	uint64_t sum = 0;
+
+	while (nr--)
+		sum += counts[nr];
+	return sum;
+}
+
+/*
+ * An anonymous private mapping, or NULL. It is a VMA of its own, between two
+ * PROT_NONE guard pages that stay after munmap(p, len): never merged with a
+ * neighbour, so that numa_maps_nodes() can count it.
+ */
 static inline void *map_anon(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *g = mmap(NULL, len + 2 * page_size(), PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *p;
 
-	return p == MAP_FAILED ? NULL : p;
+	if (g == MAP_FAILED)
+		return NULL;
+	p = mmap(g + page_size(), len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (p == MAP_FAILED) {
+		munmap(g, len + 2 * page_size());
+		return NULL;
+	}
+	return p;
 }
 
 /*

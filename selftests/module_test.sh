@@ -7,6 +7,8 @@ ko=${MEMPREPOP_KO:-/lib/modules/memprepop.ko}
 stats=/sys/class/misc/memprepop/stats
 tracing=/sys/kernel/tracing
 . "$(dirname "$0")/ktap_helpers.sh"
+ktap_need_device
+ktap_need_cmd memprepop numactl
 
 # "node N   P pages" from the tool's output
 pages_on() { awk -v n="$1" '$1 == "node" && $2 == n { print $3 }'; }

@@ -19,41 +19,20 @@
 
 #define LEN	(64 * MiB)
 
-/* Node of every page of [p, p + len), from move_pages(2); -1 on failure */
-static int page_nodes(char *p, size_t len, int *nodes)
-{
-	size_t n = len / page_size(), i;
-	void **pages = malloc(n * sizeof(*pages));
-	int ret;
-
-	if (!pages)
-		return -1;
-	for (i = 0; i < n; i++)
-		pages[i] = p + i * page_size();
-	ret = move_pages(0, n, pages, NULL, nodes, 0);
-	free(pages);
-	return ret;
-}
-
-/* Pages of [p, p + len) on each of nodes 0 and 1; all must be present */
+/*
+ * Pages of [p, p + len) on each of nodes 0 and 1, from numa_maps; all must
+ * be present, on those nodes
+ */
 static int count_nodes(char *p, size_t len, size_t counts[2])
 {
-	size_t n = len / page_size(), i;
-	int *nodes = malloc(n * sizeof(*nodes));
+	uint64_t n[TEST_NODES];
 
 	counts[0] = counts[1] = 0;
-	if (!nodes || page_nodes(p, len, nodes)) {
-		free(nodes);
+	if (numa_maps_nodes(p, len, n, TEST_NODES) ||
+	    n[0] + n[1] != len / page_size())
 		return -1;
-	}
-	for (i = 0; i < n; i++) {
-		if (nodes[i] < 0 || nodes[i] > 1) {
-			free(nodes);
-			return -1;
-		}
-		counts[nodes[i]]++;
-	}
-	free(nodes);
+	counts[0] = n[0];
+	counts[1] = n[1];
 	return 0;
 }
 

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <numa.h>
+
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
 
@@ -32,19 +34,67 @@ FIXTURE_TEARDOWN(dev)
 	close(self->fd);
 }
 
+#define MEMPREPOP_IOC_INFO_SIZED(size) \
+	_IOC(_IOC_READ, MEMPREPOP_IOC_MAGIC, 0x00, size)
+
 TEST_F(dev, info)
 {
+	struct {
+		struct memprepop_info info;
+		uint64_t future[2];
+	} big;
 	struct memprepop_info info;
 
 	memset(&info, 0xff, sizeof(info));
 	ASSERT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_INFO, &info));
-	EXPECT_EQ(MEMPREPOP_ABI_VERSION, info.abi_version);
+	EXPECT_EQ(MEMPREPOP_F_REQUIRE_MLOCKED, info.flags);
 	EXPECT_EQ(sizeof(struct memprepop_populate), info.populate_size);
-	EXPECT_TRUE(info.flags & MEMPREPOP_F_LOCK);
-	EXPECT_LE(1, info.nr_online_nodes);
-	EXPECT_LE(1, info.max_workers);
-	EXPECT_TRUE(info.online_nodes & 1);
+	EXPECT_EQ(sizeof(struct memprepop_info), info.info_size);
+	EXPECT_EQ(sysconf(_SC_NPROCESSORS_ONLN), info.max_workers);
 	EXPECT_EQ(0, info.__reserved);
+
+	/* A newer caller's longer structure: what the module does not know 0 */
+	memset(&big, 0xff, sizeof(big));
+	ASSERT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_INFO_SIZED(sizeof(big)),
+			   &big));
+	EXPECT_EQ(0, memcmp(&info, &big.info, sizeof(info)));
+	EXPECT_EQ(0, big.future[0]);
+	EXPECT_EQ(0, big.future[1]);
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_INFO_SIZED(
+				MEMPREPOP_INFO_SIZE_VER0 - 8), &info));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_INFO, (void *)8));
+	EXPECT_EQ(EFAULT, errno);
+}
+
+/* Every reserved field and unknown flag is refused, before anything is done */
+TEST_F(dev, reserved_fields_refused)
+{
+	struct memprepop_control ctl = { .__reserved = 1 };
+	struct memprepop_populate req;
+	size_t len = 4 * page_size();
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	for (int bit = 1; bit < 64; bit++) {
+		EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, 1ULL << bit,
+						&req));
+	}
+	memset(&req, 0, sizeof(req));
+	req.addr = (uintptr_t)p;
+	req.len = len;
+	req.__reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.__reserved = 0;
+	req.control = (uintptr_t)&ctl;
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.control = (uintptr_t)&ctl + 4;
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE, &req));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(0, present_pages(p, len));
+	munmap(p, len);
 }
 
 /* Populated writable: every page present, and writing them faults no more */
@@ -226,13 +276,13 @@ TEST_F(dev, lock_requires_mlocked_range)
 	char *p = map_anon(len);
 
 	ASSERT_NE(NULL, p);
-	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK,
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_REQUIRE_MLOCKED,
 					&req));
 	EXPECT_EQ(0, present_pages(p, len));
 
 	ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
 	EXPECT_EQ(0, smaps_field_kb(p, "Locked"));
-	EXPECT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK, &req));
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_REQUIRE_MLOCKED, &req));
 	EXPECT_EQ(len, req.populated);
 	EXPECT_EQ(len / KiB, smaps_field_kb(p, "Locked"));
 	EXPECT_EQ(len / page_size(), present_pages(p, len));
@@ -321,19 +371,64 @@ TEST_F(dev, hugetlb_pool_exhausted_efault)
 	EXPECT_EQ(free_pages, meminfo_field("HugePages_Free"));
 }
 
-TEST_F(dev, node_stats_count_every_page)
+/* Node statistics: what numa_maps says, node for node, into any array size */
+TEST_F(dev, node_stats_as_numa_maps)
 {
+	uint64_t counts[TEST_NODES + 2], want[TEST_NODES];
 	size_t len = 32 * MiB;
+	int nid;
 	struct memprepop_populate req;
-	uint64_t sum = 0;
 	char *p = map_anon(len);
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_NODE_STATS,
-				  &req));
-	for (int i = 0; i < MEMPREPOP_STAT_NODES; i++)
-		sum += req.node_pages[i];
-	EXPECT_EQ(len / page_size(), sum);
+	ASSERT_LT(numa_max_node(), TEST_NODES);
+	memset(counts, 0xff, sizeof(counts));
+	ASSERT_EQ(0, ioc_populate_stats(self->fd, p, len, 0, counts,
+					TEST_NODES, &req));
+	ASSERT_EQ(0, numa_maps_nodes(p, len, want, TEST_NODES));
+	for (nid = 0; nid < TEST_NODES; nid++)
+		EXPECT_EQ(want[nid], counts[nid]) TH_LOG("node %d", nid);
+	EXPECT_EQ(len / page_size(), sum_counts(counts, TEST_NODES));
+	/* Never written past the array */
+	EXPECT_EQ(UINT64_MAX, counts[TEST_NODES]);
+	munmap(p, len);
+
+	/* One entry: node 0's pages only, the rest not counted */
+	p = map_anon(len);
+	ASSERT_NE(NULL, p);
+	memset(counts, 0xff, sizeof(counts));
+	ASSERT_EQ(0, ioc_populate_stats(self->fd, p, len, 0, counts, 1, &req));
+	ASSERT_EQ(0, numa_maps_nodes(p, len, want, TEST_NODES));
+	EXPECT_EQ(want[0], counts[0]);
+	EXPECT_EQ(UINT64_MAX, counts[1]);
+	munmap(p, len);
+}
+
+/* The array and its length go together; a bad array fails before any fault */
+TEST_F(dev, node_stats_array_checked)
+{
+	size_t len = 4 * MiB;
+	struct memprepop_populate req;
+	uint64_t counts[TEST_NODES], *ro;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EINVAL, ioc_populate_stats(self->fd, p, len, 0, counts, 0,
+					      &req));
+	EXPECT_EQ(-EINVAL, ioc_populate_stats(self->fd, p, len, 0, NULL,
+					      TEST_NODES, &req));
+	EXPECT_EQ(-EFAULT, ioc_populate_stats(self->fd, p, len, 0,
+					      (uint64_t *)8, TEST_NODES,
+					      &req));
+	EXPECT_EQ(0, present_pages(p, len));
+	/* Read-only memory is not written either */
+	ro = mmap(NULL, page_size(), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS,
+		  -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	EXPECT_EQ(-EFAULT, ioc_populate_stats(self->fd, p, len, 0, ro,
+					      TEST_NODES, &req));
+	EXPECT_EQ(0, present_pages(p, len));
+	munmap(ro, page_size());
 	munmap(p, len);
 }
 
@@ -476,7 +571,7 @@ TEST_F(dev, secretmem_like_madvise)
 	close(sfd);
 }
 
-/* mlock() leaves hugetlb mappings as they are: F_LOCK takes them so too */
+/* mlock() leaves hugetlb mappings as they are: F_REQUIRE_MLOCKED takes them so too */
 TEST_F(dev, lock_hugetlb_like_mlock)
 {
 	size_t len = 4 * HPAGE;
@@ -489,12 +584,12 @@ TEST_F(dev, lock_hugetlb_like_mlock)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
 	ASSERT_NE(MAP_FAILED, p);
 	ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
-	EXPECT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK, &req));
+	EXPECT_EQ(0, ioc_populate(self->fd, p, len, MEMPREPOP_F_REQUIRE_MLOCKED, &req));
 	EXPECT_EQ(len, req.populated);
 	munmap(p, len);
 }
 
-/* F_LOCK stops exactly where the mlocked part of the range ends */
+/* F_REQUIRE_MLOCKED stops exactly where the mlocked part of the range ends */
 TEST_F(dev, lock_stops_at_unlocked_part)
 {
 	size_t len = 32 * MiB;
@@ -503,7 +598,7 @@ TEST_F(dev, lock_stops_at_unlocked_part)
 
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, mlock2(p, len / 2, MLOCK_ONFAULT));
-	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_LOCK,
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_REQUIRE_MLOCKED,
 					&req));
 	EXPECT_EQ(len / 2, req.populated);
 	EXPECT_EQ(len / 2 / KiB, smaps_field_kb(p, "Locked"));

@@ -83,6 +83,7 @@ static void remap_slot(struct proc *p, unsigned int i, unsigned int *seed)
 static void populate_slot(struct proc *p, unsigned int i, unsigned int *seed)
 {
 	struct memprepop_populate req;
+	uint64_t counts[TEST_NODES];
 	struct slot s;
 	int ret;
 
@@ -91,10 +92,16 @@ static void populate_slot(struct proc *p, unsigned int i, unsigned int *seed)
 	pthread_mutex_unlock(&p->lock);
 	if (!s.addr)
 		return;
-	ret = ioc_populate_workers(p->fd, s.addr, s.len,
-				   (s.locked ? MEMPREPOP_F_LOCK : 0) |
-				   (rand_r(seed) % 2 ? MEMPREPOP_F_NODE_STATS :
-				    0), rand_r(seed) % 3, &req);
+	memset(&req, 0, sizeof(req));
+	req.addr = (uintptr_t)s.addr;
+	req.len = s.len;
+	req.flags = s.locked ? MEMPREPOP_F_REQUIRE_MLOCKED : 0;
+	req.max_workers = rand_r(seed) % 3;
+	if (rand_r(seed) % 2) {
+		req.node_pages = (uintptr_t)counts;
+		req.nr_node_pages = 1 + rand_r(seed) % TEST_NODES;
+	}
+	ret = ioctl(p->fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
 	__atomic_add_fetch(&p->sh->calls, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&p->sh->bytes, req.populated, __ATOMIC_RELAXED);
 	if (ret)
@@ -235,21 +242,12 @@ static int nodes_read(struct mem *m)
 
 static void settle(void)
 {
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-
 	sync();
-	if (fd >= 0) {
-		if (write(fd, "3", 1) != 1)
-			perror("drop_caches");
-		close(fd);
-	}
+	if (write_file("/proc/sys/vm/drop_caches", "3"))
+		perror("drop_caches");
 	/* Compaction drains the per-CPU page lists too */
-	fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
-	if (fd >= 0) {
-		if (write(fd, "1", 1) != 1)
-			perror("compact_memory");
-		close(fd);
-	}
+	if (write_file("/proc/sys/vm/compact_memory", "1"))
+		perror("compact_memory");
 	sleep(1);
 }
 
