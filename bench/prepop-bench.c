@@ -204,12 +204,13 @@ static void emit(const struct config *cfg, const struct method *m,
 		 enum kind kind, uint64_t size, int rep, double secs,
 		 const char *backend, void *p)
 {
-	uint64_t counts[MEMPREPOP_MAX_NODES] = { 0 };
-	int n, last = 0;
+	int n, last = 0, nr_nodes = numa_num_possible_nodes();
+	uint64_t *counts = calloc(nr_nodes > 0 ? nr_nodes : 1,
+				  sizeof(*counts));
 
-	if (p)
-		memprepop_node_pages(p, size, counts, MEMPREPOP_MAX_NODES);
-	for (n = 0; n < MEMPREPOP_MAX_NODES; n++)
+	if (p && counts)
+		memprepop_node_pages(p, size, counts, nr_nodes);
+	for (n = 0; counts && n < nr_nodes; n++)
 		if (counts[n])
 			last = n;
 	printf("{\"bench\": \"prepop\", \"method\": \"%s\", \"threads\": %u, "
@@ -218,10 +219,11 @@ static void emit(const struct config *cfg, const struct method *m,
 	       "\"node_pages\": [", m->name, m->threads, kind_names[kind],
 	       (unsigned long long)size, cfg->policy_name, rep, secs,
 	       backend ? backend : "");
-	for (n = 0; n <= last; n++)
+	for (n = 0; counts && n <= last; n++)
 		printf("%s%llu", n ? ", " : "", (unsigned long long)counts[n]);
 	printf("]}\n");
 	fflush(stdout);
+	free(counts);
 }
 
 /* One measurement; false when the method cannot run here */
@@ -277,14 +279,15 @@ static bool measure(const struct config *cfg, const struct method *m,
 			goto fail;
 		secs = timed_memset(p, size, m->threads);
 	} else {
-		struct memprepop_opts opts = { .max_threads = m->threads };
-		struct memprepop_result res;
+		struct memprepop_opts opts = MEMPREPOP_OPTS_INIT;
+		struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 		bool module = !strcmp(m->name, "module");
 
 		if (module && memprepop_backend() != MEMPREPOP_BACKEND_MODULE)
 			goto fail;
+		opts.max_threads = m->threads;
 		if (!module)
-			opts.lib_flags = MEMPREPOP_OPT_FALLBACK;
+			opts.flags = MEMPREPOP_OPT_FALLBACK;
 		if (memprepop_populate(p, size, &opts, &res))
 			goto fail;
 		secs = res.nsecs / 1e9;

@@ -63,36 +63,41 @@ static char *map_guest_ram(struct region *r)
 
 static int prepare(struct region *r, unsigned int guest_node)
 {
-	struct memprepop_opts opts = {
-		.flags = MEMPREPOP_F_LOCK,
-		.progress = show_progress,
-	};
-	uint64_t counts[MEMPREPOP_MAX_NODES], on_node;
+	struct memprepop_opts opts = MEMPREPOP_OPTS_INIT;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	unsigned int nr_nodes = numa_num_possible_nodes();
 	unsigned long mask = 1UL << r->host_node;
-	struct memprepop_result res;
+	uint64_t *counts, on_node;
 	char name[32];
 	int err;
 
 	r->mem = map_guest_ram(r);
 	if (!r->mem)
 		return -errno;
+	/* Where the pages went, by node: one entry for every possible node */
+	counts = calloc(nr_nodes, sizeof(*counts));
+	if (!counts)
+		return -ENOMEM;
+	opts.flags = MEMPREPOP_OPT_LOCK;
+	opts.node_pages = counts;
+	opts.nr_nodes = nr_nodes;
+	opts.progress = show_progress;
 	/* The policy first: every page is placed once, and never moved */
-	if (mbind(r->mem, r->len, MPOL_BIND, &mask, sizeof(mask) * 8, 0))
+	if (mbind(r->mem, r->len, MPOL_BIND, &mask, sizeof(mask) * 8, 0)) {
+		free(counts);
 		return -errno;
+	}
 	snprintf(name, sizeof(name), "guest node %u", guest_node);
 	opts.progress_arg = name;
 	err = memprepop_populate(r->mem, r->len, &opts, &res);
 	fprintf(stderr, "\r");
+	on_node = counts[r->host_node];
+	free(counts);
 	if (err) {
 		fprintf(stderr, "%s: %s after %llu bytes\n", name,
 			strerror(-err), (unsigned long long)res.populated);
 		return err;
 	}
-	err = memprepop_node_pages(r->mem, r->len, counts,
-				   MEMPREPOP_MAX_NODES);
-	if (err)
-		return err;
-	on_node = counts[r->host_node];
 	printf("%s: %zu MiB %s, host node %d, %.3f s, %s with %u workers, "
 	       "%.1f%% of pages on node %d, locked\n", name, r->len >> 20,
 	       r->huge ? "hugetlb" : "shmem", r->host_node, res.nsecs / 1e9,

@@ -8,39 +8,39 @@
  * Every function returns 0 (or a non-negative value) on success and -errno on
  * failure. Nothing prints, nothing exits; the only global state is a cached
  * O_CLOEXEC descriptor of /dev/memprepop.
+ *
+ * Structures passed in or out carry their size in their first field, set by
+ * the caller to sizeof() as its header has it (MEMPREPOP_OPTS_INIT,
+ * MEMPREPOP_RESULT_INIT): a library newer than the caller's header reads and
+ * writes only that much, an older one refuses a longer structure whose tail
+ * it does not know unless that tail is zero (-E2BIG).
  */
 #ifndef MEMPREPOP_H
 #define MEMPREPOP_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <linux/memprepop.h>	/* MEMPREPOP_F_* flags, struct memprepop_info */
+#include <linux/memprepop.h>	/* the module's ABI: struct memprepop_info */
+#include <memprepop/version.h>	/* MEMPREPOP_VERSION_*, MEMPREPOP_CHECK_VERSION */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Nodes, from node 0, counted in struct memprepop_result.node_pages. */
-#define MEMPREPOP_MAX_NODES	64
 
 enum memprepop_backend {
 	MEMPREPOP_BACKEND_MODULE = 1,	/* /dev/memprepop */
 	MEMPREPOP_BACKEND_FALLBACK = 2,	/* threads + MADV_POPULATE_WRITE */
 };
 
-/* memprepop_opts.lib_flags */
-#define MEMPREPOP_OPT_FALLBACK	(1u << 0)	/* never use the module */
+/* memprepop_opts.flags */
 /*
- * Where the kernel has neither the module nor MADV_POPULATE_WRITE (before
- * Linux 5.14), touch every page instead of failing with -EOPNOTSUPP. Each
- * page is written with an atomic add of zero, so its contents are kept;
- * SIGBUS and SIGSEGV are caught for the duration of the call (the process's
- * handlers for them are replaced meanwhile and restored after, and such
- * calls are serialised) and reported as -EFAULT.
+ * Lock the range as mlock2(MLOCK_ONFAULT) does (its RLIMIT_MEMLOCK check,
+ * its accounting, its errno), then populate it: every page is locked as it
+ * is faulted in, where its policy put it, never locked first and moved later.
  */
-#define MEMPREPOP_OPT_TOUCH	(1u << 1)
-/* Touch pages even where MADV_POPULATE_WRITE exists (for testing). */
-#define MEMPREPOP_OPT_TOUCH_ALWAYS	(1u << 2)
+#define MEMPREPOP_OPT_LOCK	(1u << 0)
+/* Never use the module. */
+#define MEMPREPOP_OPT_FALLBACK	(1u << 1)
 
 /**
  * typedef memprepop_progress_fn - called while a populate call runs
@@ -59,43 +59,50 @@ typedef int (*memprepop_progress_fn)(uint64_t done, uint64_t total,
 				     void *arg);
 
 /**
- * struct memprepop_opts - how to populate; NULL means all zero
- * @flags: MEMPREPOP_F_LOCK (lock the range as mlock2(MLOCK_ONFAULT) does,
- *	every page locked where its policy put it), MEMPREPOP_F_NODE_STATS
- *	(fill memprepop_result.node_pages)
- * @max_threads: most threads (fallback) or kernel workers (module) to use;
- *	0 chooses from the allowed CPUs and the size
- * @lib_flags: MEMPREPOP_OPT_* flags
- * @progress: called with the progress, may cancel; NULL for none
- * @progress_arg: passed to @progress
- * @reserved: must be zero
+ * struct memprepop_opts - how to populate; a NULL pointer means defaults
+ * @size: in, sizeof(struct memprepop_opts)
+ * @flags: in, MEMPREPOP_OPT_* flags
+ * @max_threads: in, most threads (fallback) or kernel workers (module) to
+ *	use; 0 chooses from the allowed CPUs and the size
+ * @nr_nodes: in, entries of @node_pages
+ * @node_pages: out, or NULL: entry N is set to the base pages of the range
+ *	found or placed on node N by this call; pages on nodes from @nr_nodes
+ *	up are not counted (numa_num_possible_nodes() entries count them all)
+ * @progress: in, called with the progress, may cancel; NULL for none
+ * @progress_arg: in, passed to @progress
  */
 struct memprepop_opts {
-	uint64_t flags;
+	uint32_t size;
+	uint32_t flags;
 	uint32_t max_threads;
-	uint32_t lib_flags;
+	uint32_t nr_nodes;
+	uint64_t *node_pages;
 	memprepop_progress_fn progress;
 	void *progress_arg;
-	uint64_t reserved[4];
 };
+
+#define MEMPREPOP_OPTS_INIT	{ .size = sizeof(struct memprepop_opts) }
 
 /**
  * struct memprepop_result - what a populate call did
- * @populated: bytes from addr up to the first page not populated on return
- * @nsecs: wall-clock time of the call, in nanoseconds
- * @backend: the enum memprepop_backend that did the work
- * @workers: threads or kernel workers that took part
- * @node_pages: with MEMPREPOP_F_NODE_STATS, base pages of the range on node
- *	N, for N < MEMPREPOP_MAX_NODES (the module reports the first
- *	MEMPREPOP_STAT_NODES nodes)
+ * @size: in, sizeof(struct memprepop_result)
+ * @backend: out, the enum memprepop_backend that did the work
+ * @populated: out, bytes from addr up to the first page not populated on
+ *	return
+ * @nsecs: out, wall-clock time of the call, in nanoseconds
+ * @workers: out, threads or kernel workers that took part
+ * @__reserved: out, zero
  */
 struct memprepop_result {
+	uint32_t size;
+	uint32_t backend;
 	uint64_t populated;
 	uint64_t nsecs;
-	uint32_t backend;
 	uint32_t workers;
-	uint64_t node_pages[MEMPREPOP_MAX_NODES];
+	uint32_t __reserved;
 };
+
+#define MEMPREPOP_RESULT_INIT	{ .size = sizeof(struct memprepop_result) }
 
 /**
  * memprepop_populate() - fault in [addr, addr + len) writable, maybe locked
@@ -108,11 +115,14 @@ struct memprepop_result {
  *
  * Return: 0, or -errno: the errno madvise(MADV_POPULATE_WRITE) gives for the
  * same range (-EINVAL, -ENOMEM, -EFAULT, -EHWPOISON, -EINTR), the errno of
- * mlock2() for MEMPREPOP_F_LOCK (-EAGAIN, -ENOMEM, -EPERM), -EINVAL for bad
- * options, -ECANCELED when @opts->progress cancelled, -EOPNOTSUPP when the
- * kernel has neither the module nor MADV_POPULATE_WRITE (and
- * MEMPREPOP_OPT_TOUCH is not set), -EAGAIN when a thread could not be
- * created.
+ * mlock2() for MEMPREPOP_OPT_LOCK (-EAGAIN, -ENOMEM, -EPERM), -EINVAL for
+ * unknown flags, a @size smaller than the first version's or @node_pages
+ * and @nr_nodes not both set or both zero, -E2BIG for a longer structure
+ * with a non-zero tail this library does not know, -ECANCELED when
+ * @opts->progress cancelled, -EOPNOTSUPP when the kernel has neither the
+ * module nor MADV_POPULATE_WRITE (before Linux 5.14), -EAGAIN when a thread
+ * could not be created, or the -errno of memprepop_node_pages() when the
+ * fallback cannot count @node_pages (the range is populated).
  */
 int memprepop_populate(void *addr, size_t len,
 		       const struct memprepop_opts *opts,
@@ -126,16 +136,23 @@ int memprepop_populate(void *addr, size_t len,
  */
 int memprepop_backend(void);
 
-/* "module" or "fallback" */
+/**
+ * memprepop_backend_name() - a backend's name
+ * @backend: an enum memprepop_backend
+ *
+ * Return: "module", "fallback", or "none" for any other value.
+ */
 const char *memprepop_backend_name(int backend);
 
 /**
  * memprepop_query() - what the loaded module supports
  * @info: filled from MEMPREPOP_IOC_INFO
+ * @size: sizeof(*info) as the caller's header has it
  *
- * Return: 0, -ENODEV when the module is not there, or the ioctl's -errno.
+ * Return: 0, -ENODEV when the module is not there, -EINVAL when @size is
+ * below MEMPREPOP_INFO_SIZE_VER0, or the ioctl's -errno.
  */
-int memprepop_query(struct memprepop_info *info);
+int memprepop_query(struct memprepop_info *info, size_t size);
 
 /**
  * memprepop_node_pages() - count the present pages of a range per node
@@ -144,14 +161,23 @@ int memprepop_query(struct memprepop_info *info);
  * @counts: array of @nr_nodes counters, set to the pages on node N
  * @nr_nodes: size of @counts; pages on higher nodes are not counted
  *
- * Pages that are not present are not counted (move_pages(2) is asked).
+ * Counts every page mapped in the range, wherever it is and whatever NUMA
+ * balancing did to its mapping meanwhile: a page that move_pages(2) cannot
+ * report (a NUMA hinting fault pending on it) is read once through
+ * process_vm_readv(2) and asked again. Pages not mapped are not counted and
+ * not faulted in.
  *
- * Return: 0, or -errno of move_pages(2), -EINVAL for an unaligned @addr.
+ * Return: 0, or -EINVAL for an unaligned @addr or a range that wraps,
+ * -ENOMEM, or the -errno of move_pages(2).
  */
 int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
 			 unsigned int nr_nodes);
 
-/* The library's version, "MAJOR.MINOR.PATCH". */
+/**
+ * memprepop_version() - the library's version, as it runs
+ *
+ * Return: "MAJOR.MINOR.PATCH"; MEMPREPOP_VERSION is the one compiled against.
+ */
 const char *memprepop_version(void);
 
 #ifdef __cplusplus

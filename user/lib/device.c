@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,11 +10,11 @@
 #include "internal.h"
 
 /* -1: not opened yet; otherwise the descriptor or -errno of the open */
-static int mpp_fd = -1;
+static int mpl_fd = -1;
 
-int mpp_device_fd(void)
+int mpl_device_fd(void)
 {
-	int fd = __atomic_load_n(&mpp_fd, __ATOMIC_ACQUIRE);
+	int fd = __atomic_load_n(&mpl_fd, __ATOMIC_ACQUIRE);
 	int expected = -1;
 	int got;
 
@@ -25,7 +24,7 @@ int mpp_device_fd(void)
 	if (got < 0)
 		got = -errno;
 	/* Two threads racing to open: the first one's result is kept */
-	if (!__atomic_compare_exchange_n(&mpp_fd, &expected, got, 0,
+	if (!__atomic_compare_exchange_n(&mpl_fd, &expected, got, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		if (got >= 0)
 			close(got);
@@ -34,20 +33,23 @@ int mpp_device_fd(void)
 	return got;
 }
 
-int memprepop_query(struct memprepop_info *info)
+int memprepop_query(struct memprepop_info *info, size_t size)
 {
-	int fd = mpp_device_fd();
+	int fd;
 
+	/* The size travels in the command, as the module reads it */
+	if (size < MEMPREPOP_INFO_SIZE_VER0 || size > _IOC_SIZEMASK)
+		return -EINVAL;
+	fd = mpl_device_fd();
 	if (fd < 0)
 		return -ENODEV;
-	memset(info, 0, sizeof(*info));
-	if (ioctl(fd, MEMPREPOP_IOC_INFO, info) < 0)
+	if (ioctl(fd, _IOC(_IOC_READ, MEMPREPOP_IOC_MAGIC, 0x00, size), info))
 		return -errno;
 	return 0;
 }
 
 /* One MEMPREPOP_IOC_POPULATE; its outcome in @res */
-static int mpp_ioctl_populate(int fd, void *addr, size_t len,
+static int mpl_ioctl_populate(int fd, void *addr, size_t len,
 			      const struct memprepop_opts *opts,
 			      struct memprepop_result *res,
 			      struct memprepop_control *control)
@@ -55,19 +57,20 @@ static int mpp_ioctl_populate(int fd, void *addr, size_t len,
 	struct memprepop_populate req = {
 		.addr = (uintptr_t)addr,
 		.len = len,
-		.flags = opts->flags,
+		/* mlock2() has locked it: the module checks that it is */
+		.flags = opts->flags & MEMPREPOP_OPT_LOCK ?
+			 MEMPREPOP_F_REQUIRE_MLOCKED : 0,
 		.max_workers = opts->max_threads,
 		.control = (uintptr_t)control,
+		.node_pages = (uintptr_t)opts->node_pages,
+		.nr_node_pages = opts->nr_nodes,
 	};
 	int ret = 0;
-	int i;
 
 	if (ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) < 0)
 		ret = -errno;
 	res->populated = req.populated;
 	res->workers = req.workers;
-	for (i = 0; i < MEMPREPOP_STAT_NODES; i++)
-		res->node_pages[i] = req.node_pages[i];
 	return ret;
 }
 
@@ -77,27 +80,27 @@ static int mpp_ioctl_populate(int fd, void *addr, size_t len,
  * created before it, follows the module's progress through the control
  * block and cancels through it.
  */
-struct mpp_watch {
+struct mpl_watch {
 	struct memprepop_control control;
-	struct mpp_progress *progress;
+	struct mpl_progress *progress;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool finished;		/* under lock: the ioctl returned */
 };
 
-static void *mpp_watch_fn(void *arg)
+static void *mpl_watch_fn(void *arg)
 {
-	struct mpp_watch *w = arg;
+	struct mpl_watch *w = arg;
 	struct timespec ts;
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->finished) {
-		mpp_progress_deadline(&ts);
+		mpl_progress_deadline(&ts);
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 		if (w->finished)
 			break;
 		pthread_mutex_unlock(&w->lock);
-		if (mpp_progress_report(w->progress,
+		if (mpl_progress_report(w->progress,
 				__atomic_load_n(&w->control.done,
 						__ATOMIC_RELAXED)))
 			__atomic_store_n(&w->control.cancel, 1,
@@ -108,12 +111,12 @@ static void *mpp_watch_fn(void *arg)
 	return NULL;
 }
 
-int mpp_device_populate(int fd, void *addr, size_t len,
+int mpl_device_populate(int fd, void *addr, size_t len,
 			const struct memprepop_opts *opts,
 			struct memprepop_result *res,
-			struct mpp_progress *progress)
+			struct mpl_progress *progress)
 {
-	struct mpp_watch w = {
+	struct mpl_watch w = {
 		.progress = progress,
 		.lock = PTHREAD_MUTEX_INITIALIZER,
 		.cond = PTHREAD_COND_INITIALIZER,
@@ -121,10 +124,10 @@ int mpp_device_populate(int fd, void *addr, size_t len,
 	pthread_t tid;
 	int ret;
 
-	if (!progress->fn || pthread_create(&tid, NULL, mpp_watch_fn, &w))
-		return mpp_ioctl_populate(fd, addr, len, opts, res, NULL);
+	if (!progress->fn || pthread_create(&tid, NULL, mpl_watch_fn, &w))
+		return mpl_ioctl_populate(fd, addr, len, opts, res, NULL);
 
-	ret = mpp_ioctl_populate(fd, addr, len, opts, res, &w.control);
+	ret = mpl_ioctl_populate(fd, addr, len, opts, res, &w.control);
 	pthread_mutex_lock(&w.lock);
 	w.finished = true;
 	pthread_cond_signal(&w.cond);

@@ -14,17 +14,14 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
 
-struct mpp_job {
-	struct mpp_plan plan;
-	uint64_t flags;
+struct mpl_job {
+	struct mpl_plan plan;
 	long page_size;
-	bool touch;
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -41,17 +38,21 @@ struct mpp_job {
 	size_t stop_at;
 	int err;
 
-	uint64_t node_pages[MEMPREPOP_MAX_NODES];
+	/* The caller's, or NULL; added to atomically */
+	uint64_t *node_pages;
+	unsigned int nr_nodes;	/* entries of each thread's counts */
+	int stats_err;		/* atomic: the first counting failure */
 };
 
-struct mpp_thread {
-	struct mpp_job *job;
+struct mpl_thread {
+	struct mpl_job *job;
 	int node;
+	uint64_t *counts;	/* scratch: job->nr_nodes entries */
 	pthread_t tid;
 };
 
 /* Largest prefix of [p, p + len) that MADV_POPULATE_WRITE accepts */
-static size_t mpp_good_prefix(char *p, size_t len, long page_size)
+static size_t mpl_good_prefix(char *p, size_t len, long page_size)
 {
 	size_t lo = 0, hi = len / page_size;
 
@@ -68,34 +69,40 @@ static size_t mpp_good_prefix(char *p, size_t len, long page_size)
 }
 
 /* Populates [p, p + len): 0, or -errno with *good the populated prefix */
-static int mpp_populate_chunk(struct mpp_job *job, char *p, size_t len,
+static int mpl_populate_chunk(struct mpl_job *job, char *p, size_t len,
 			      size_t *good)
 {
 	int err;
 
-	if (job->touch)
-		return mpp_touch_range(p, len, good);
 	if (!madvise(p, len, MADV_POPULATE_WRITE))
 		return 0;
 	err = -errno;
-	*good = mpp_good_prefix(p, len, job->page_size);
+	*good = mpl_good_prefix(p, len, job->page_size);
 	return err;
 }
 
-static void mpp_count_nodes(struct mpp_job *job, char *p, size_t len)
+/* Adds the nodes of [p, p + len), just populated, to the caller's counts */
+static void mpl_count_nodes(struct mpl_job *job, struct mpl_thread *t,
+			    char *p, size_t len)
 {
-	uint64_t counts[MEMPREPOP_MAX_NODES];
-	int i;
+	unsigned int i;
+	int err, none = 0;
 
-	if (memprepop_node_pages(p, len, counts, MEMPREPOP_MAX_NODES))
+	if (!job->node_pages || !len)
 		return;
-	for (i = 0; i < MEMPREPOP_MAX_NODES; i++)
-		if (counts[i])
-			__atomic_add_fetch(&job->node_pages[i], counts[i],
+	err = memprepop_node_pages(p, len, t->counts, job->nr_nodes);
+	if (err) {
+		__atomic_compare_exchange_n(&job->stats_err, &none, err, false,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		return;
+	}
+	for (i = 0; i < job->nr_nodes; i++)
+		if (t->counts[i])
+			__atomic_add_fetch(&job->node_pages[i], t->counts[i],
 					   __ATOMIC_RELAXED);
 }
 
-static void mpp_stop(struct mpp_job *job, size_t at, int err)
+static void mpl_stop(struct mpl_job *job, size_t at, int err)
 {
 	pthread_mutex_lock(&job->lock);
 	if (at < job->stop_at) {
@@ -106,55 +113,55 @@ static void mpp_stop(struct mpp_job *job, size_t at, int err)
 }
 
 /* The thread's share: chunks its node serves, in address order */
-static void mpp_work(struct mpp_job *job, int node,
-		     struct mpp_progress *progress)
+static void mpl_work(struct mpl_job *job, struct mpl_thread *t,
+		     struct mpl_progress *progress)
 {
-	const struct mpp_plan *plan = &job->plan;
+	const struct mpl_plan *plan = &job->plan;
 	size_t i;
 
 	for (i = 0; i < plan->nchunks; i++) {
-		size_t start = mpp_chunk_start(plan, i), end, good;
+		size_t start = mpl_chunk_start(plan, i), end, good;
 		int err;
 
 		if (__atomic_load_n(&job->cancelled, __ATOMIC_ACQUIRE) ||
 		    start >= __atomic_load_n(&job->stop_at, __ATOMIC_ACQUIRE))
 			return;
-		if (node >= 0 && !(plan->served[i] & (1ull << node)))
+		if (t->node >= 0 && !(plan->served[i] & (1ull << t->node)))
 			continue;
 		if (__atomic_exchange_n(&job->claimed[i], 1, __ATOMIC_ACQ_REL))
 			continue;
 
-		end = mpp_chunk_end(plan, i);
-		err = mpp_populate_chunk(job, plan->base + start, end - start,
+		end = mpl_chunk_end(plan, i);
+		err = mpl_populate_chunk(job, plan->base + start, end - start,
 					 &good);
 		if (err) {
-			mpp_stop(job, start + good, err);
+			mpl_count_nodes(job, t, plan->base + start, good);
+			mpl_stop(job, start + good, err);
 			continue;
 		}
 		__atomic_store_n(&job->done[i], 1, __ATOMIC_RELEASE);
 		__atomic_add_fetch(&job->bytes_done, end - start,
 				   __ATOMIC_RELAXED);
-		if (job->flags & MEMPREPOP_F_NODE_STATS)
-			mpp_count_nodes(job, plan->base + start, end - start);
+		mpl_count_nodes(job, t, plan->base + start, end - start);
 		/* Working in the caller's own thread: it reports itself */
-		if (progress && mpp_progress_report(progress,
+		if (progress && mpl_progress_report(progress,
 				__atomic_load_n(&job->bytes_done,
 						__ATOMIC_RELAXED)))
 			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELEASE);
 	}
 }
 
-static void *mpp_thread_fn(void *arg)
+static void *mpl_thread_fn(void *arg)
 {
-	struct mpp_thread *t = arg;
-	struct mpp_job *job = t->job;
+	struct mpl_thread *t = arg;
+	struct mpl_job *job = t->job;
 
 	pthread_mutex_lock(&job->lock);
 	while (!job->go)
 		pthread_cond_wait(&job->cond, &job->lock);
 	pthread_mutex_unlock(&job->lock);
 
-	mpp_work(job, t->node, NULL);
+	mpl_work(job, t, NULL);
 
 	pthread_mutex_lock(&job->lock);
 	job->running--;
@@ -163,13 +170,12 @@ static void *mpp_thread_fn(void *arg)
 	return NULL;
 }
 
-static int mpp_start_thread(struct mpp_job *job, struct mpp_thread *t,
+static int mpl_start_thread(struct mpl_job *job, struct mpl_thread *t,
 			    unsigned int index)
 {
 	pthread_attr_t attr;
 	int ret;
 
-	t->job = job;
 	t->node = job->plan.thread_node[index];
 	ret = pthread_attr_init(&attr);
 	if (ret)
@@ -177,24 +183,24 @@ static int mpp_start_thread(struct mpp_job *job, struct mpp_thread *t,
 	/* The thread starts on its node's CPUs: nothing to migrate later */
 	pthread_attr_setaffinity_np(&attr, sizeof(cpu_set_t),
 				    &job->plan.thread_cpus[index]);
-	ret = pthread_create(&t->tid, &attr, mpp_thread_fn, t);
+	ret = pthread_create(&t->tid, &attr, mpl_thread_fn, t);
 	pthread_attr_destroy(&attr);
 	return -ret;
 }
 
 /* The caller waits for its threads, reporting progress, maybe cancelling */
-static void mpp_monitor(struct mpp_job *job, struct mpp_progress *progress)
+static void mpl_monitor(struct mpl_job *job, struct mpl_progress *progress)
 {
 	pthread_mutex_lock(&job->lock);
 	while (job->running) {
 		struct timespec ts;
 
-		mpp_progress_deadline(&ts);
+		mpl_progress_deadline(&ts);
 		pthread_cond_timedwait(&job->cond, &job->lock, &ts);
 		if (!job->running)
 			break;
 		pthread_mutex_unlock(&job->lock);
-		if (mpp_progress_report(progress,
+		if (mpl_progress_report(progress,
 				__atomic_load_n(&job->bytes_done,
 						__ATOMIC_RELAXED)))
 			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELEASE);
@@ -204,17 +210,14 @@ static void mpp_monitor(struct mpp_job *job, struct mpp_progress *progress)
 }
 
 /* Runs the planned threads; 0 or -errno if they could not all start */
-static int mpp_run_threads(struct mpp_job *job, struct mpp_progress *progress)
+static int mpl_run_threads(struct mpl_job *job, struct mpl_thread *threads,
+			   struct mpl_progress *progress)
 {
 	unsigned int n = job->plan.nthreads, started = 0, i;
-	struct mpp_thread *threads;
 	int ret = 0;
 
-	threads = calloc(n, sizeof(*threads));
-	if (!threads)
-		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		ret = mpp_start_thread(job, &threads[i], i);
+		ret = mpl_start_thread(job, &threads[i], i);
 		if (ret)
 			break;
 		started++;
@@ -228,86 +231,124 @@ static int mpp_run_threads(struct mpp_job *job, struct mpp_progress *progress)
 	pthread_cond_broadcast(&job->cond);
 	pthread_mutex_unlock(&job->lock);
 
-	mpp_monitor(job, progress);
+	mpl_monitor(job, progress);
 	for (i = 0; i < started; i++)
 		pthread_join(threads[i].tid, NULL);
-	free(threads);
 	return ret;
 }
 
 /* The end of what is populated from the start of the range */
-static size_t mpp_populated(struct mpp_job *job)
+static size_t mpl_populated(struct mpl_job *job)
 {
-	const struct mpp_plan *plan = &job->plan;
+	const struct mpl_plan *plan = &job->plan;
 	size_t i, start;
 
 	for (i = 0; i < plan->nchunks && job->done[i]; i++)
 		;
 	if (i == plan->nchunks)
 		return plan->len < job->stop_at ? plan->len : job->stop_at;
-	start = mpp_chunk_start(plan, i);
+	start = mpl_chunk_start(plan, i);
 	/* The first incomplete chunk holds the lowest failure, or never ran */
-	if (job->stop_at > start && job->stop_at < mpp_chunk_end(plan, i))
+	if (job->stop_at > start && job->stop_at < mpl_chunk_end(plan, i))
 		return job->stop_at;
 	return start < job->stop_at ? start : job->stop_at;
 }
 
-static bool mpp_have_populate_write(void)
+/*
+ * MADV_POPULATE_WRITE came with Linux 5.14; an advice the kernel does not
+ * know fails with EINVAL before the range is looked at. Without it (and
+ * without the module) memprepop_populate() fails with -EOPNOTSUPP rather
+ * than touching every page itself: that needs SIGBUS and SIGSEGV handlers
+ * to turn a failed fault into an error, and a library cannot own those
+ * process-wide handlers (QEMU has its own SIGBUS handler for memory errors).
+ */
+bool mpl_fallback_supported(void)
 {
-	/* An unknown advice fails with EINVAL before the range is looked at */
 	return madvise(NULL, 0, MADV_POPULATE_WRITE) == 0;
 }
 
-int mpp_fallback_populate(void *addr, size_t len,
+/* Threads, or the caller alone, each with its scratch counts */
+static struct mpl_thread *mpl_threads_alloc(struct mpl_job *job)
+{
+	unsigned int n = job->plan.nthreads ? job->plan.nthreads : 1, i;
+	struct mpl_thread *threads = calloc(n, sizeof(*threads));
+
+	if (!threads)
+		return NULL;
+	if (job->node_pages) {
+		threads[0].counts = calloc((size_t)n * job->nr_nodes,
+					   sizeof(uint64_t));
+		if (!threads[0].counts) {
+			free(threads);
+			return NULL;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		threads[i].job = job;
+		threads[i].node = -1;
+		if (job->node_pages)
+			threads[i].counts = threads[0].counts +
+					    (size_t)i * job->nr_nodes;
+	}
+	return threads;
+}
+
+static void mpl_threads_free(struct mpl_thread *threads)
+{
+	if (threads)
+		free(threads[0].counts);
+	free(threads);
+}
+
+int mpl_fallback_populate(void *addr, size_t len,
 			  const struct memprepop_opts *opts,
 			  struct memprepop_result *res,
-			  struct mpp_progress *progress)
+			  struct mpl_progress *progress)
 {
-	struct mpp_job job = {
-		.flags = opts->flags,
+	struct mpl_job job = {
 		.page_size = sysconf(_SC_PAGESIZE),
 		.lock = PTHREAD_MUTEX_INITIALIZER,
 		.cond = PTHREAD_COND_INITIALIZER,
 		.stop_at = len,
+		.node_pages = opts->node_pages,
 	};
+	struct mpl_thread *threads = NULL;
 	int ret;
 
-	if (opts->lib_flags & MEMPREPOP_OPT_TOUCH_ALWAYS)
-		job.touch = true;
-	else if (!mpp_have_populate_write())
-		job.touch = opts->lib_flags & MEMPREPOP_OPT_TOUCH;
-	if (!job.touch && !mpp_have_populate_write())
-		return -EOPNOTSUPP;
-
-	ret = mpp_plan_make(&job.plan, addr, len, opts->max_threads);
+	/* No page is on a node beyond the possible ones */
+	if (job.node_pages)
+		job.nr_nodes = opts->nr_nodes < mpl_possible_nodes() ?
+			       opts->nr_nodes : mpl_possible_nodes();
+	ret = mpl_plan_make(&job.plan, addr, len, opts->max_threads);
 	if (ret)
 		goto out;
 	job.claimed = calloc(job.plan.nchunks, 1);
 	job.done = calloc(job.plan.nchunks, 1);
+	threads = mpl_threads_alloc(&job);
 	ret = -ENOMEM;
-	if (!job.claimed || !job.done)
+	if (!job.claimed || !job.done || !threads)
 		goto out;
 
 	if (job.plan.nthreads) {
-		ret = mpp_run_threads(&job, progress);
+		ret = mpl_run_threads(&job, threads, progress);
 		if (ret)
 			goto out;
 		res->workers = job.plan.nthreads;
 	} else {
 		/* Not worth a thread: the caller's own faults, its placement */
-		mpp_work(&job, -1, progress);
+		mpl_work(&job, threads, progress);
 		res->workers = 1;
 	}
 
-	memcpy(res->node_pages, job.node_pages, sizeof(res->node_pages));
-	res->populated = mpp_populated(&job);
+	res->populated = mpl_populated(&job);
 	if (res->populated < len)
 		ret = job.err ? job.err : -ECANCELED;
 	else
-		ret = 0;
+		ret = job.stats_err;
 out:
+	mpl_threads_free(threads);
 	free(job.claimed);
 	free(job.done);
-	mpp_plan_free(&job.plan);
+	mpl_plan_free(&job.plan);
 	return ret;
 }

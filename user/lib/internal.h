@@ -1,18 +1,34 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libmemprepop internals: one backend per file, dispatched by populate.c. */
+/*
+ * libmemprepop internals: one backend per file, dispatched by populate.c.
+ * Every internal name is prefixed mpl_, apart from the module's.
+ */
 #ifndef MEMPREPOP_INTERNAL_H
 #define MEMPREPOP_INTERNAL_H
 
 #include <sched.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <memprepop.h>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE	23
 #endif
 
+#define MPL_OFFSETOFEND(type, member) \
+	(offsetof(type, member) + sizeof(((type *)0)->member))
+
+/*
+ * The structures of libmemprepop 1.0, their first version: the smallest
+ * @size accepted. Fields are only ever added after these.
+ */
+#define MPL_OPTS_SIZE_VER0	MPL_OFFSETOFEND(struct memprepop_opts, \
+						progress_arg)
+#define MPL_RESULT_SIZE_VER0	MPL_OFFSETOFEND(struct memprepop_result, \
+						__reserved)
+
 /* progress.c: the caller's progress callback, at most every 100 ms */
-struct mpp_progress {
+struct mpl_progress {
 	memprepop_progress_fn fn;
 	void *arg;
 	uint64_t total;
@@ -21,22 +37,22 @@ struct mpp_progress {
 
 struct timespec;
 
-uint64_t mpp_now_ns(void);
-void mpp_progress_deadline(struct timespec *ts);
-void mpp_progress_init(struct mpp_progress *p,
+uint64_t mpl_now_ns(void);
+void mpl_progress_deadline(struct timespec *ts);
+void mpl_progress_init(struct mpl_progress *p,
 		       const struct memprepop_opts *opts, uint64_t total);
-bool mpp_progress_report(struct mpp_progress *p, uint64_t done);
-void mpp_progress_final(struct mpp_progress *p, uint64_t done);
+bool mpl_progress_report(struct mpl_progress *p, uint64_t done);
+void mpl_progress_final(struct mpl_progress *p, uint64_t done);
 
 /* device.c: the cached /dev/memprepop descriptor, or -errno */
-int mpp_device_fd(void);
-int mpp_device_populate(int fd, void *addr, size_t len,
+int mpl_device_fd(void);
+int mpl_device_populate(int fd, void *addr, size_t len,
 			const struct memprepop_opts *opts,
 			struct memprepop_result *res,
-			struct mpp_progress *progress);
+			struct mpl_progress *progress);
 
 /* plan.c: where the fallback's threads run and which chunks each takes */
-struct mpp_plan {
+struct mpl_plan {
 	char *base;
 	size_t len;
 	size_t chunk_size;
@@ -47,19 +63,20 @@ struct mpp_plan {
 	cpu_set_t *thread_cpus;	/* per thread: the CPUs it may run on */
 };
 
-int mpp_plan_make(struct mpp_plan *plan, char *base, size_t len,
+int mpl_plan_make(struct mpl_plan *plan, char *base, size_t len,
 		  unsigned int max_threads);
-void mpp_plan_free(struct mpp_plan *plan);
-size_t mpp_chunk_start(const struct mpp_plan *plan, size_t index);
-size_t mpp_chunk_end(const struct mpp_plan *plan, size_t index);
+void mpl_plan_free(struct mpl_plan *plan);
+size_t mpl_chunk_start(const struct mpl_plan *plan, size_t index);
+size_t mpl_chunk_end(const struct mpl_plan *plan, size_t index);
 
 /* fallback.c: threads issuing MADV_POPULATE_WRITE */
-int mpp_fallback_populate(void *addr, size_t len,
+bool mpl_fallback_supported(void);
+int mpl_fallback_populate(void *addr, size_t len,
 			  const struct memprepop_opts *opts,
 			  struct memprepop_result *res,
-			  struct mpp_progress *progress);
+			  struct mpl_progress *progress);
 
-/* touch.c: touching every page, for kernels without MADV_POPULATE_WRITE */
-int mpp_touch_range(char *p, size_t len, size_t *done);
+/* nodes.c: node ids a counter array needs to count every page */
+unsigned int mpl_possible_nodes(void);
 
 #endif /* MEMPREPOP_INTERNAL_H */

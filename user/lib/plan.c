@@ -20,29 +20,29 @@
 #include "internal.h"
 
 /* The unit handed out to threads: small enough to balance, large to batch */
-#define MPP_CHUNK		(32UL << 20)
+#define MPL_CHUNK		(32UL << 20)
 /* No thread is started for less than this much of a node's memory */
-#define MPP_MIN_PER_THREAD	(64UL << 20)
+#define MPL_MIN_PER_THREAD	(64UL << 20)
 /* Nodes the plan knows: those a uint64_t mask holds */
-#define MPP_NODES		64
+#define MPL_NODES		64
 
 /* MPOL_F_STATIC_NODES, MPOL_F_RELATIVE_NODES, MPOL_F_NUMA_BALANCING */
-#define MPP_MPOL_MODE_FLAGS	(0x7 << 13)
+#define MPL_MPOL_MODE_FLAGS	(0x7 << 13)
 #ifndef MPOL_PREFERRED_MANY
 #define MPOL_PREFERRED_MANY	5
 #endif
 
-struct mpp_numa {
+struct mpl_numa {
 	int max_node;
 	int caller_node;
-	cpu_set_t cpus[MPP_NODES];	/* the caller's allowed CPUs per node */
-	unsigned int ncpus[MPP_NODES];
+	cpu_set_t cpus[MPL_NODES];	/* the caller's allowed CPUs per node */
+	unsigned int ncpus[MPL_NODES];
 	struct bitmask *mask;		/* scratch, for get_mempolicy() */
 	int task_mode;
 	uint64_t task_nodes;
 };
 
-size_t mpp_chunk_start(const struct mpp_plan *plan, size_t index)
+size_t mpl_chunk_start(const struct mpl_plan *plan, size_t index)
 {
 	uintptr_t base = (uintptr_t)plan->base;
 	uintptr_t first = base & ~(plan->chunk_size - 1);
@@ -51,35 +51,35 @@ size_t mpp_chunk_start(const struct mpp_plan *plan, size_t index)
 	return (start < base ? base : start) - base;
 }
 
-size_t mpp_chunk_end(const struct mpp_plan *plan, size_t index)
+size_t mpl_chunk_end(const struct mpl_plan *plan, size_t index)
 {
-	return index + 1 < plan->nchunks ? mpp_chunk_start(plan, index + 1) :
+	return index + 1 < plan->nchunks ? mpl_chunk_start(plan, index + 1) :
 					   plan->len;
 }
 
-static uint64_t mpp_mask_bits(const struct bitmask *mask, int max_node)
+static uint64_t mpl_mask_bits(const struct bitmask *mask, int max_node)
 {
 	uint64_t bits = 0;
 	int n;
 
-	for (n = 0; n <= max_node && n < MPP_NODES; n++)
+	for (n = 0; n <= max_node && n < MPL_NODES; n++)
 		if (numa_bitmask_isbitset(mask, n))
 			bits |= 1ull << n;
 	return bits;
 }
 
 /* The nodes a policy places pages on, as the caller's own fault would */
-static uint64_t mpp_policy_nodes(const struct mpp_numa *nm, int mode,
+static uint64_t mpl_policy_nodes(const struct mpl_numa *nm, int mode,
 				 uint64_t nodes)
 {
-	mode &= ~MPP_MPOL_MODE_FLAGS;
+	mode &= ~MPL_MPOL_MODE_FLAGS;
 	if ((mode == MPOL_BIND || mode == MPOL_INTERLEAVE ||
 	     mode == MPOL_PREFERRED || mode == MPOL_PREFERRED_MANY) && nodes)
 		return nodes;
 	return 1ull << nm->caller_node;
 }
 
-static uint64_t mpp_chunk_nodes(struct mpp_numa *nm, char *addr)
+static uint64_t mpl_chunk_nodes(struct mpl_numa *nm, char *addr)
 {
 	int mode;
 
@@ -87,13 +87,13 @@ static uint64_t mpp_chunk_nodes(struct mpp_numa *nm, char *addr)
 			  MPOL_F_ADDR))
 		return 1ull << nm->caller_node;	/* a hole: it fails anyway */
 	if (mode == MPOL_DEFAULT)
-		return mpp_policy_nodes(nm, nm->task_mode, nm->task_nodes);
-	return mpp_policy_nodes(nm, mode, mpp_mask_bits(nm->mask,
+		return mpl_policy_nodes(nm, nm->task_mode, nm->task_nodes);
+	return mpl_policy_nodes(nm, mode, mpl_mask_bits(nm->mask,
 							nm->max_node));
 }
 
 /* The node nearest to @node among those with a non-zero @count */
-static int mpp_nearest(const struct mpp_numa *nm, int node,
+static int mpl_nearest(const struct mpl_numa *nm, int node,
 		       const unsigned int *count)
 {
 	int best = -1, n;
@@ -108,7 +108,7 @@ static int mpp_nearest(const struct mpp_numa *nm, int node,
 	return best;
 }
 
-static uint64_t mpp_serve(const struct mpp_numa *nm, uint64_t nodes,
+static uint64_t mpl_serve(const struct mpl_numa *nm, uint64_t nodes,
 			  const unsigned int *count)
 {
 	uint64_t served = 0;
@@ -119,22 +119,22 @@ static uint64_t mpp_serve(const struct mpp_numa *nm, uint64_t nodes,
 
 		if (!(nodes & (1ull << n)))
 			continue;
-		by = count[n] ? n : mpp_nearest(nm, n, count);
+		by = count[n] ? n : mpl_nearest(nm, n, count);
 		if (by >= 0)
 			served |= 1ull << by;
 	}
 	return served;
 }
 
-static int mpp_numa_init(struct mpp_numa *nm, const cpu_set_t *allowed)
+static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
 {
 	struct bitmask *cpus;
 	int n, cpu;
 
 	memset(nm, 0, sizeof(*nm));
 	nm->max_node = numa_max_node();
-	if (nm->max_node >= MPP_NODES)
-		nm->max_node = MPP_NODES - 1;
+	if (nm->max_node >= MPL_NODES)
+		nm->max_node = MPL_NODES - 1;
 	nm->caller_node = numa_node_of_cpu(sched_getcpu());
 	if (nm->caller_node < 0 || nm->caller_node > nm->max_node)
 		nm->caller_node = 0;
@@ -158,7 +158,7 @@ static int mpp_numa_init(struct mpp_numa *nm, const cpu_set_t *allowed)
 	if (get_mempolicy(&nm->task_mode, nm->mask->maskp, nm->mask->size + 1,
 			  NULL, 0))
 		nm->task_mode = MPOL_DEFAULT;
-	nm->task_nodes = mpp_mask_bits(nm->mask, nm->max_node);
+	nm->task_nodes = mpl_mask_bits(nm->mask, nm->max_node);
 	return 0;
 }
 
@@ -166,7 +166,7 @@ static int mpp_numa_init(struct mpp_numa *nm, const cpu_set_t *allowed)
  * Threads per node: as many as the caller's CPUs there and the node's share
  * allow, cut down to @max_threads keeping one on as many nodes as possible.
  */
-static unsigned int mpp_count_threads(const struct mpp_numa *nm,
+static unsigned int mpl_count_threads(const struct mpl_numa *nm,
 				      const uint64_t *demand,
 				      unsigned int max_threads,
 				      unsigned int *per_node)
@@ -177,11 +177,11 @@ static unsigned int mpp_count_threads(const struct mpp_numa *nm,
 
 	for (n = 0; n <= nm->max_node; n++)
 		sum += demand[n];
-	if (sum < MPP_MIN_PER_THREAD)
+	if (sum < MPL_MIN_PER_THREAD)
 		return 0;
 	for (n = 0; n <= nm->max_node; n++) {
-		uint64_t want = (demand[n] + MPP_MIN_PER_THREAD - 1) /
-				MPP_MIN_PER_THREAD;
+		uint64_t want = (demand[n] + MPL_MIN_PER_THREAD - 1) /
+				MPL_MIN_PER_THREAD;
 
 		per_node[n] = want < nm->ncpus[n] ? want : nm->ncpus[n];
 		total += per_node[n];
@@ -204,11 +204,11 @@ static unsigned int mpp_count_threads(const struct mpp_numa *nm,
 }
 
 /* Without NUMA: threads anywhere the caller may run */
-static int mpp_plan_flat(struct mpp_plan *plan, const cpu_set_t *allowed,
+static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
 			 unsigned int max_threads)
 {
 	unsigned int n = CPU_COUNT(allowed), i;
-	size_t by_size = plan->len / MPP_MIN_PER_THREAD;
+	size_t by_size = plan->len / MPL_MIN_PER_THREAD;
 
 	if (max_threads && max_threads < n)
 		n = max_threads;
@@ -229,8 +229,8 @@ static int mpp_plan_flat(struct mpp_plan *plan, const cpu_set_t *allowed,
 }
 
 /**
- * mpp_plan_make() - plan the fallback's threads and chunks
- * @plan: filled; free it with mpp_plan_free()
+ * mpl_plan_make() - plan the fallback's threads and chunks
+ * @plan: filled; free it with mpl_plan_free()
  * @base: the range
  * @len: its length
  * @max_threads: most threads, 0 for no limit
@@ -238,12 +238,12 @@ static int mpp_plan_flat(struct mpp_plan *plan, const cpu_set_t *allowed,
  * Return: 0 or -errno. plan->nthreads is 0 when the range is too small for a
  * thread: the caller then populates it itself.
  */
-int mpp_plan_make(struct mpp_plan *plan, char *base, size_t len,
+int mpl_plan_make(struct mpl_plan *plan, char *base, size_t len,
 		  unsigned int max_threads)
 {
-	unsigned int per_node[MPP_NODES] = { 0 }, cpus_count[MPP_NODES];
-	uint64_t demand[MPP_NODES] = { 0 }, *nodes = NULL;
-	struct mpp_numa *nm = NULL;
+	unsigned int per_node[MPL_NODES] = { 0 }, cpus_count[MPL_NODES];
+	uint64_t demand[MPL_NODES] = { 0 }, *nodes = NULL;
+	struct mpl_numa *nm = NULL;
 	cpu_set_t allowed;
 	unsigned int t = 0;
 	size_t i;
@@ -252,42 +252,42 @@ int mpp_plan_make(struct mpp_plan *plan, char *base, size_t len,
 	memset(plan, 0, sizeof(*plan));
 	plan->base = base;
 	plan->len = len;
-	plan->chunk_size = MPP_CHUNK;
-	plan->nchunks = (((uintptr_t)base + len + MPP_CHUNK - 1) / MPP_CHUNK) -
-			((uintptr_t)base / MPP_CHUNK);
+	plan->chunk_size = MPL_CHUNK;
+	plan->nchunks = (((uintptr_t)base + len + MPL_CHUNK - 1) / MPL_CHUNK) -
+			((uintptr_t)base / MPL_CHUNK);
 	plan->served = calloc(plan->nchunks, sizeof(*plan->served));
 	if (!plan->served)
 		return -ENOMEM;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		return -errno;
 	if (numa_available() < 0)
-		return mpp_plan_flat(plan, &allowed, max_threads);
+		return mpl_plan_flat(plan, &allowed, max_threads);
 
 	nm = malloc(sizeof(*nm));
 	nodes = calloc(plan->nchunks, sizeof(*nodes));
 	ret = -ENOMEM;
 	if (!nm || !nodes)
 		goto out;
-	ret = mpp_numa_init(nm, &allowed);
+	ret = mpl_numa_init(nm, &allowed);
 	if (ret)
 		goto out;
 
 	for (n = 0; n <= nm->max_node; n++)
 		cpus_count[n] = nm->ncpus[n];
 	for (i = 0; i < plan->nchunks; i++) {
-		size_t start = mpp_chunk_start(plan, i);
-		size_t end = mpp_chunk_end(plan, i);
+		size_t start = mpl_chunk_start(plan, i);
+		size_t end = mpl_chunk_end(plan, i);
 		int weight;
 
-		nodes[i] = mpp_chunk_nodes(nm, base + start);
-		plan->served[i] = mpp_serve(nm, nodes[i], cpus_count);
+		nodes[i] = mpl_chunk_nodes(nm, base + start);
+		plan->served[i] = mpl_serve(nm, nodes[i], cpus_count);
 		weight = __builtin_popcountll(plan->served[i]);
 		for (n = 0; n <= nm->max_node && weight; n++)
 			if (plan->served[i] & (1ull << n))
 				demand[n] += (end - start) / weight;
 	}
 
-	plan->nthreads = mpp_count_threads(nm, demand, max_threads, per_node);
+	plan->nthreads = mpl_count_threads(nm, demand, max_threads, per_node);
 	ret = -ENOMEM;
 	plan->thread_node = calloc(plan->nthreads + 1,
 				   sizeof(*plan->thread_node));
@@ -297,7 +297,7 @@ int mpp_plan_make(struct mpp_plan *plan, char *base, size_t len,
 		goto out;
 	/* Nodes that lost their threads to the cap are served by others */
 	for (i = 0; i < plan->nchunks; i++)
-		plan->served[i] = mpp_serve(nm, nodes[i], per_node);
+		plan->served[i] = mpl_serve(nm, nodes[i], per_node);
 	for (n = 0; n <= nm->max_node; n++) {
 		unsigned int k;
 
@@ -315,7 +315,7 @@ out:
 	return ret;
 }
 
-void mpp_plan_free(struct mpp_plan *plan)
+void mpl_plan_free(struct mpl_plan *plan)
 {
 	free(plan->served);
 	free(plan->thread_node);

@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..14"
+echo "1..16"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -65,6 +65,25 @@ run populate --size 64M
 [ $status = 0 ] && [ ! -s /tmp/cli_test.err ] &&
 	echo "$out" | grep -q "^verified  16384 of 16384 pages present"
 ok $? "populate: verified, and no progress bar when not a terminal"
+
+version=$("$tool" --version | cut -d' ' -f2)
+run info
+[ $status = 0 ] && echo "$out" | grep -q "^library   $version\$" &&
+	echo "$out" | grep -qE "^module    (not loaded|flags 0x)"
+ok $? "info: the library's version and the module's support"
+
+# Locked where RLIMIT_MEMLOCK (or root's CAP_IPC_LOCK) allows it; else one
+# line naming the limit
+run populate --size 4M --lock --json
+limit=$(ulimit -l)
+if [ "$(id -u)" = 0 ] || [ "$limit" = unlimited ] || [ "$limit" -ge 4096 ]
+then
+	[ $status = 0 ] && echo "$out" | grep -q '"locked": true' &&
+		echo "$out" | grep -q '"present_pages": 1024'
+else
+	[ $status = 1 ] && grep -q RLIMIT_MEMLOCK /tmp/cli_test.err
+fi
+ok $? "populate --lock: locked, or the memlock limit named"
 
 run populate --size 64M --json --fallback
 echo "$out" | grep -q '"backend": "fallback"'

@@ -11,7 +11,7 @@
 int main(void)
 {
 	size_t len = 64 << 20;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int err;

@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libmemprepop: the same behaviour cases on every backend: the module, the
- * threaded MADV_POPULATE_WRITE fallback, and page touching. The module
- * variant is skipped where /dev/memprepop does not open (on a host without
- * the module), placement cases where there are not two NUMA nodes.
+ * libmemprepop: the same behaviour cases on both backends, the module and
+ * the threaded MADV_POPULATE_WRITE fallback; the versioned structures; and
+ * node counting, exact against /proc/self/numa_maps, NUMA balancing or not.
+ * The module variant is skipped where /dev/memprepop does not open (on a
+ * host without the module), placement cases where there are not two NUMA
+ * nodes.
+ *
+ * Every case that populates more than a few MiB or starts threads has a
+ * timeout of its own, for the slowest place it runs: a debug kernel (KASAN)
+ * under TCG, ten to twenty times slower than a host.
  */
 #define _GNU_SOURCE
 #include <memprepop.h>
@@ -15,7 +21,16 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+/* The library's tests run without the module too (the fallback) */
+#define MEMPREPOP_TEST_NO_DEVICE
 #include "memprepop_test.h"
+
+/* Seconds for a case that populates hundreds of MiB or starts threads */
+#define SLOW	600
+
+/* The first version of the structures, as libmemprepop 1.0 has them */
+#define OPTS_SIZE_VER0		sizeof(struct memprepop_opts)
+#define RESULT_SIZE_VER0	sizeof(struct memprepop_result)
 
 FIXTURE(lib)
 {
@@ -25,7 +40,7 @@ FIXTURE(lib)
 FIXTURE_VARIANT(lib)
 {
 	int backend;
-	unsigned int lib_flags;
+	unsigned int flags;
 };
 
 FIXTURE_VARIANT_ADD(lib, module)
@@ -36,19 +51,13 @@ FIXTURE_VARIANT_ADD(lib, module)
 FIXTURE_VARIANT_ADD(lib, fallback)
 {
 	.backend = MEMPREPOP_BACKEND_FALLBACK,
-	.lib_flags = MEMPREPOP_OPT_FALLBACK,
-};
-
-FIXTURE_VARIANT_ADD(lib, touch)
-{
-	.backend = MEMPREPOP_BACKEND_FALLBACK,
-	.lib_flags = MEMPREPOP_OPT_TOUCH_ALWAYS,
+	.flags = MEMPREPOP_OPT_FALLBACK,
 };
 
 FIXTURE_SETUP(lib)
 {
-	memset(&self->opts, 0, sizeof(self->opts));
-	self->opts.lib_flags = variant->lib_flags;
+	self->opts = (struct memprepop_opts)MEMPREPOP_OPTS_INIT;
+	self->opts.flags = variant->flags;
 	if (variant->backend == MEMPREPOP_BACKEND_MODULE &&
 	    memprepop_backend() != MEMPREPOP_BACKEND_MODULE)
 		SKIP(return, "%s does not open here", MEMPREPOP_DEVICE);
@@ -67,19 +76,67 @@ static bool two_nodes(void)
 	       numa_num_configured_cpus() >= 2;
 }
 
-static size_t pages_on(char *p, size_t len, int node)
+/* Entries of a node counter array that counts every node */
+static unsigned int nr_nodes(void)
 {
-	uint64_t counts[MEMPREPOP_MAX_NODES];
+	int n = numa_num_possible_nodes();
 
-	if (memprepop_node_pages(p, len, counts, MEMPREPOP_MAX_NODES))
-		return 0;
-	return counts[node];
+	return n > 0 ? n : 1;
 }
 
-TEST_F(lib, populate_anon)
+/* Pages of [p, p + len), whole VMAs, on @node as numa_maps has them */
+static uint64_t pages_on(char *p, size_t len, int node)
+{
+	unsigned int nr = nr_nodes();
+	uint64_t *counts = calloc(nr, sizeof(*counts)), n = 0;
+
+	if (counts && !numa_maps_nodes(p, len, counts, nr))
+		n = counts[node];
+	free(counts);
+	return n;
+}
+
+/*
+ * memprepop_node_pages() of [p, p + len), whole VMAs, is numa_maps's count
+ * on every node; its sum, @pages. Returns the number of mismatches.
+ */
+static int node_pages_exact(struct __test_metadata *_metadata, char *p,
+			    size_t len, uint64_t pages)
+{
+	unsigned int nr = nr_nodes(), n;
+	uint64_t *ours = calloc(nr, sizeof(*ours));
+	uint64_t *theirs = calloc(nr, sizeof(*theirs));
+	int wrong = 0;
+
+	if (!ours || !theirs || memprepop_node_pages(p, len, ours, nr) ||
+	    numa_maps_nodes(p, len, theirs, nr)) {
+		TH_LOG("cannot count the nodes of %p", p);
+		wrong = 1;
+		goto out;
+	}
+	for (n = 0; n < nr; n++)
+		if (ours[n] != theirs[n]) {
+			TH_LOG("node %u: %llu pages, numa_maps says %llu", n,
+			       (unsigned long long)ours[n],
+			       (unsigned long long)theirs[n]);
+			wrong++;
+		}
+	if (sum_counts(ours, nr) != pages) {
+		TH_LOG("%llu pages counted of %llu",
+		       (unsigned long long)sum_counts(ours, nr),
+		       (unsigned long long)pages);
+		wrong++;
+	}
+out:
+	free(ours);
+	free(theirs);
+	return wrong;
+}
+
+TEST_F_TIMEOUT(lib, populate_anon, SLOW)
 {
 	size_t len = 192 * MiB;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p = map_anon(len);
 
 	RETURN_IF_SKIPPED();
@@ -89,12 +146,14 @@ TEST_F(lib, populate_anon)
 	EXPECT_EQ(variant->backend, res.backend);
 	EXPECT_LE(1, res.workers);
 	EXPECT_LT(0, res.nsecs);
+	EXPECT_EQ(0, res.__reserved);
+	EXPECT_EQ(sizeof(res), res.size);
 	EXPECT_EQ(len / page_size(), present_pages(p, len));
 	munmap(p, len);
 }
 
-/* Touching keeps what the pages hold */
-TEST_F(lib, contents_kept)
+/* Populating keeps what the pages hold */
+TEST_F_TIMEOUT(lib, contents_kept, SLOW)
 {
 	size_t len = 8 * MiB, i;
 	char *p = map_anon(len);
@@ -111,7 +170,7 @@ TEST_F(lib, contents_kept)
 	munmap(p, len);
 }
 
-TEST_F(lib, opts_and_result_may_be_null)
+TEST_F_TIMEOUT(lib, opts_and_result_may_be_null, SLOW)
 {
 	size_t len = 4 * MiB;
 	char *p = map_anon(len);
@@ -128,10 +187,10 @@ TEST_F(lib, opts_and_result_may_be_null)
 	munmap(p, len);
 }
 
-TEST_F(lib, threads_capped_by_request)
+TEST_F_TIMEOUT(lib, threads_capped_by_request, SLOW)
 {
 	size_t len = 256 * MiB;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p = map_anon(len);
 
 	RETURN_IF_SKIPPED();
@@ -145,36 +204,166 @@ TEST_F(lib, threads_capped_by_request)
 
 TEST_F(lib, bad_options_einval)
 {
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p = map_anon(page_size());
+	uint64_t counts[2];
 
 	RETURN_IF_SKIPPED();
 	ASSERT_NE(NULL, p);
-	self->opts.reserved[0] = 1;
+	self->opts.flags |= 1u << 30;
 	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
 					      &res));
-	self->opts.reserved[0] = 0;
-	self->opts.flags = 1ULL << 40;
-	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
-					      &res));
-	self->opts.flags = 0;
-	self->opts.lib_flags |= 1u << 30;
-	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
-					      &res));
-	self->opts.lib_flags = variant->lib_flags;
+	self->opts.flags = variant->flags;
 	EXPECT_EQ(-EINVAL, memprepop_populate(p + 1, page_size(), &self->opts,
 					      &res));
 	EXPECT_EQ(-EINVAL, memprepop_populate(p, -page_size(), &self->opts,
 					      &res));
+	/* node_pages and nr_nodes: both set, or both zero */
+	self->opts.node_pages = counts;
+	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
+					      &res));
+	self->opts.node_pages = NULL;
+	self->opts.nr_nodes = 2;
+	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
+					      &res));
+	EXPECT_EQ(0, res.populated);
+	EXPECT_EQ(0, present_pages(p, page_size()));
+	munmap(p, page_size());
+}
+
+/* A size below the first version's: -EINVAL, nothing done */
+TEST_F(lib, opts_size_too_small_einval)
+{
+	char *p = map_anon(page_size());
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	self->opts.size = OPTS_SIZE_VER0 - 1;
+	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
+					      NULL));
+	self->opts.size = 0;
+	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
+					      NULL));
+	EXPECT_EQ(0, present_pages(p, page_size()));
+	munmap(p, page_size());
+}
+
+/* A caller built against a newer header: its zero tail is fine */
+TEST_F_TIMEOUT(lib, opts_size_larger_zero_tail_works, SLOW)
+{
+	struct {
+		struct memprepop_opts opts;
+		unsigned char tail[64];
+	} newer;
+	size_t len = 4 * MiB;
+	char *p = map_anon(len);
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	memset(&newer, 0, sizeof(newer));
+	newer.opts = self->opts;
+	newer.opts.size = sizeof(newer);
+	ASSERT_EQ(0, memprepop_populate(p, len, &newer.opts, NULL));
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	munmap(p, len);
+}
+
+/* ... but a tail this library does not know that is not zero: -E2BIG */
+TEST_F(lib, opts_size_larger_nonzero_tail_e2big)
+{
+	struct {
+		struct memprepop_opts opts;
+		unsigned char tail[64];
+	} newer;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	char *p = map_anon(page_size());
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	memset(&newer, 0, sizeof(newer));
+	newer.opts = self->opts;
+	newer.opts.size = sizeof(newer);
+	newer.tail[63] = 1;
+	EXPECT_EQ(-E2BIG, memprepop_populate(p, page_size(), &newer.opts,
+					     &res));
+	EXPECT_EQ(0, res.populated);
+	/* Past its size, the same byte is not looked at */
+	newer.opts.size = sizeof(newer) - 1;
+	EXPECT_EQ(0, memprepop_populate(p, page_size(), &newer.opts, &res));
+	EXPECT_EQ(page_size(), res.populated);
+	munmap(p, page_size());
+}
+
+#define CANARY	0xa5
+
+/* The result is written up to its size, never past it */
+TEST_F_TIMEOUT(lib, result_written_up_to_its_size, SLOW)
+{
+	union {
+		struct memprepop_result res;
+		unsigned char bytes[sizeof(struct memprepop_result) + 64];
+	} buf;
+	size_t len = 4 * MiB, i;
+	bool intact = true, zero = true;
+	char *p = map_anon(len);
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	/* The first version's size: nothing after it is touched */
+	memset(&buf, CANARY, sizeof(buf));
+	buf.res.size = RESULT_SIZE_VER0;
+	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &buf.res));
+	EXPECT_EQ(RESULT_SIZE_VER0, buf.res.size);
+	EXPECT_EQ(len, buf.res.populated);
+	EXPECT_EQ(variant->backend, buf.res.backend);
+	for (i = RESULT_SIZE_VER0; i < sizeof(buf); i++)
+		intact &= buf.bytes[i] == CANARY;
+	EXPECT_TRUE(intact);
+
+	/* A newer, longer one: what this library does not know is zeroed */
+	memset(&buf, CANARY, sizeof(buf));
+	buf.res.size = sizeof(buf) - 16;
+	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &buf.res));
+	EXPECT_EQ(sizeof(buf) - 16, buf.res.size);
+	EXPECT_EQ(len, buf.res.populated);
+	for (i = sizeof(buf.res); i < sizeof(buf) - 16; i++)
+		zero &= !buf.bytes[i];
+	for (i = sizeof(buf) - 16; i < sizeof(buf); i++)
+		intact &= buf.bytes[i] == CANARY;
+	EXPECT_TRUE(zero);
+	EXPECT_TRUE(intact);
+	munmap(p, len);
+}
+
+/* A result shorter than the first version: -EINVAL, nothing done */
+TEST_F(lib, result_size_too_small_einval)
+{
+	union {
+		struct memprepop_result res;
+		unsigned char bytes[sizeof(struct memprepop_result)];
+	} buf;
+	char *p = map_anon(page_size());
+	bool intact = true;
+	size_t i;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	memset(&buf, CANARY, sizeof(buf));
+	buf.res.size = RESULT_SIZE_VER0 - 8;
+	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &self->opts,
+					      &buf.res));
+	for (i = sizeof(buf.res.size); i < sizeof(buf); i++)
+		intact &= buf.bytes[i] == CANARY;
+	EXPECT_TRUE(intact);
 	EXPECT_EQ(0, present_pages(p, page_size()));
 	munmap(p, page_size());
 }
 
 /* A hole after 100 MiB: ENOMEM like madvise, populated exact */
-TEST_F(lib, hole_enomem_exact)
+TEST_F_TIMEOUT(lib, hole_enomem_exact, SLOW)
 {
 	size_t head = 100 * MiB, len = 200 * MiB;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p = map_anon(len);
 
 	RETURN_IF_SKIPPED();
@@ -187,11 +376,11 @@ TEST_F(lib, hole_enomem_exact)
 }
 
 /* A read-only or PROT_NONE tail: EINVAL like madvise, populated exact */
-TEST_F(lib, not_writable_einval_exact)
+TEST_F_TIMEOUT(lib, not_writable_einval_exact, SLOW)
 {
 	static const int prots[] = { PROT_READ, PROT_NONE };
 	size_t head = 70 * MiB + 3 * page_size(), len = 160 * MiB;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 
 	RETURN_IF_SKIPPED();
 	for (unsigned int i = 0; i < 2; i++) {
@@ -209,11 +398,11 @@ TEST_F(lib, not_writable_einval_exact)
 }
 
 /* Hugetlb pool exhausted: EFAULT like madvise, never SIGBUS */
-TEST_F(lib, hugetlb_exhausted_efault)
+TEST_F_TIMEOUT(lib, hugetlb_exhausted_efault, SLOW)
 {
 	long free_pages = meminfo_field("HugePages_Free");
 	size_t len = (free_pages + 2) * HPAGE;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p;
 
 	RETURN_IF_SKIPPED();
@@ -228,16 +417,16 @@ TEST_F(lib, hugetlb_exhausted_efault)
 	munmap(p, len);
 }
 
-TEST_F(lib, lock_like_mlock)
+TEST_F_TIMEOUT(lib, lock_like_mlock, SLOW)
 {
 	size_t len = 4 * MiB;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p;
 
 	RETURN_IF_SKIPPED();
 	p = map_anon(len);
 	ASSERT_NE(NULL, p);
-	self->opts.flags = MEMPREPOP_F_LOCK;
+	self->opts.flags |= MEMPREPOP_OPT_LOCK;
 	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
 	EXPECT_EQ(len, res.populated);
 	EXPECT_EQ(len / KiB, smaps_field_kb(p, "Locked"));
@@ -248,7 +437,7 @@ TEST_F(lib, lock_like_mlock)
 }
 
 /* Over RLIMIT_MEMLOCK, unprivileged: mlock's errno, nothing populated */
-TEST_F(lib, lock_over_limit_like_mlock)
+TEST_F_TIMEOUT(lib, lock_over_limit_like_mlock, SLOW)
 {
 	int status;
 	pid_t pid;
@@ -258,13 +447,13 @@ TEST_F(lib, lock_over_limit_like_mlock)
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		struct rlimit rl = { 4 * MiB, 4 * MiB };
-		struct memprepop_result res;
+		struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 		char *p = map_anon(16 * MiB);
 
 		if (!p || setrlimit(RLIMIT_MEMLOCK, &rl) ||
 		    (!getuid() && (setgid(65534) || setuid(65534))))
 			_exit(10);
-		self->opts.flags = MEMPREPOP_F_LOCK;
+		self->opts.flags |= MEMPREPOP_OPT_LOCK;
 		if (mlock2(p, 16 * MiB, MLOCK_ONFAULT) != -1)
 			_exit(11);
 		_exit(memprepop_populate(p, 16 * MiB, &self->opts, &res) ==
@@ -275,20 +464,52 @@ TEST_F(lib, lock_over_limit_like_mlock)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
-TEST_F(lib, node_stats_sum_to_range)
+/* The call's node statistics: numa_maps's count, every page once */
+TEST_F_TIMEOUT(lib, node_stats_exact, SLOW)
 {
 	size_t len = 96 * MiB;
-	struct memprepop_result res;
-	uint64_t sum = 0;
+	unsigned int nr = nr_nodes(), n;
+	uint64_t *counts = calloc(nr, sizeof(*counts));
+	uint64_t *theirs = calloc(nr, sizeof(*theirs));
 	char *p = map_anon(len);
 
 	RETURN_IF_SKIPPED();
 	ASSERT_NE(NULL, p);
-	self->opts.flags = MEMPREPOP_F_NODE_STATS;
-	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
-	for (int i = 0; i < MEMPREPOP_MAX_NODES; i++)
-		sum += res.node_pages[i];
-	EXPECT_EQ(len / page_size(), sum);
+	ASSERT_NE(NULL, counts);
+	ASSERT_NE(NULL, theirs);
+	memset(counts, 0xff, nr * sizeof(*counts));
+	self->opts.node_pages = counts;
+	self->opts.nr_nodes = nr;
+	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, NULL));
+	ASSERT_EQ(0, numa_maps_nodes(p, len, theirs, nr));
+	for (n = 0; n < nr; n++)
+		EXPECT_EQ(theirs[n], counts[n]);
+	EXPECT_EQ(len / page_size(), sum_counts(counts, nr));
+	EXPECT_EQ(0, node_pages_exact(_metadata, p, len, len / page_size()));
+
+	/* Nothing to do: all zero */
+	memset(counts, 0xff, nr * sizeof(*counts));
+	ASSERT_EQ(0, memprepop_populate(p, 0, &self->opts, NULL));
+	EXPECT_EQ(0, sum_counts(counts, nr));
+	munmap(p, len);
+	free(counts);
+	free(theirs);
+}
+
+/* Fewer entries than nodes: the others are not counted, nor written */
+TEST_F_TIMEOUT(lib, node_stats_first_node_only, SLOW)
+{
+	size_t len = 32 * MiB;
+	uint64_t counts[2] = { 0, 12345 };
+	char *p = map_anon(len);
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	self->opts.node_pages = counts;
+	self->opts.nr_nodes = 1;
+	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, NULL));
+	EXPECT_EQ(pages_on(p, len, 0), counts[0]);
+	EXPECT_EQ(12345, counts[1]);
 	munmap(p, len);
 }
 
@@ -309,11 +530,11 @@ static int log_progress(uint64_t done, uint64_t total, void *arg)
 }
 
 /* Progress comes while it runs; the last call says all of it */
-TEST_F(lib, progress_reported)
+TEST_F_TIMEOUT(lib, progress_reported, SLOW)
 {
 	size_t len = 512 * MiB;
 	struct progress_log log = { .monotonic = true };
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p = map_anon(len);
 
 	RETURN_IF_SKIPPED();
@@ -331,13 +552,13 @@ TEST_F(lib, progress_reported)
 }
 
 /* Cancelled from the callback: ECANCELED, populated exact */
-TEST_F(lib, progress_cancels)
+TEST_F_TIMEOUT(lib, progress_cancels, SLOW)
 {
 	/* Long enough to outlast the first report (100 ms), one thread */
 	size_t len = meminfo_field("MemAvailable") > 4 * 1024 * 1024 ?
 		     2048 * MiB : 1024 * MiB;
 	struct progress_log log = { .monotonic = true, .cancel_after = 1 };
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	char *p = map_anon(len);
 	int ret;
 
@@ -365,7 +586,7 @@ TEST_F(lib, progress_cancels)
 }
 
 /* Placement as the caller's own faults: VMA bind to each node */
-TEST_F(lib, placement_bind_each_node)
+TEST_F_TIMEOUT(lib, placement_bind_each_node, SLOW)
 {
 	size_t len = 128 * MiB;
 	unsigned long m0 = 1, m1 = 2;
@@ -385,10 +606,10 @@ TEST_F(lib, placement_bind_each_node)
 }
 
 /* Bind over both nodes: spread over both */
-TEST_F(lib, placement_bind_both_spreads)
+TEST_F_TIMEOUT(lib, placement_bind_both_spreads, SLOW)
 {
 	size_t len = 256 * MiB;
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	unsigned long mask = 3;
 	char *p;
 
@@ -402,11 +623,12 @@ TEST_F(lib, placement_bind_both_spreads)
 	EXPECT_EQ(2, res.workers);
 	EXPECT_LT(len / page_size() / 8, pages_on(p, len, 0));
 	EXPECT_LT(len / page_size() / 8, pages_on(p, len, 1));
+	EXPECT_EQ(0, node_pages_exact(_metadata, p, len, len / page_size()));
 	munmap(p, len);
 }
 
 /* No policy: the caller's node; a task policy: the caller's */
-TEST_F(lib, placement_default_and_task_policy)
+TEST_F_TIMEOUT(lib, placement_default_and_task_policy, SLOW)
 {
 	size_t len = 128 * MiB;
 	unsigned long mask = 1;
@@ -454,7 +676,7 @@ static void *call_populate(void *arg)
 }
 
 /* Thread-safe: several threads populate at once */
-TEST_F(lib, concurrent_calls)
+TEST_F_TIMEOUT(lib, concurrent_calls, SLOW)
 {
 	struct thread_call calls[4];
 	pthread_t tids[4];
@@ -475,9 +697,9 @@ TEST_F(lib, concurrent_calls)
 }
 
 /* Safe after fork(): the child's calls act on the child */
-TEST_F(lib, after_fork)
+TEST_F_TIMEOUT(lib, after_fork, SLOW)
 {
-	struct memprepop_result res;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
 	int status;
 	pid_t pid;
 
@@ -501,25 +723,264 @@ TEST_F(lib, after_fork)
 
 TEST(version_and_names)
 {
+	char v[32];
+
 	EXPECT_STREQ(MEMPREPOP_VERSION, memprepop_version());
+	snprintf(v, sizeof(v), "%d.%d.%d", MEMPREPOP_VERSION_MAJOR,
+		 MEMPREPOP_VERSION_MINOR, MEMPREPOP_VERSION_PATCH);
+	EXPECT_STREQ(MEMPREPOP_VERSION, v);
+	EXPECT_TRUE(MEMPREPOP_CHECK_VERSION(1, 0, 0));
+	EXPECT_TRUE(MEMPREPOP_CHECK_VERSION(MEMPREPOP_VERSION_MAJOR,
+					    MEMPREPOP_VERSION_MINOR,
+					    MEMPREPOP_VERSION_PATCH));
+	EXPECT_FALSE(MEMPREPOP_CHECK_VERSION(MEMPREPOP_VERSION_MAJOR,
+					     MEMPREPOP_VERSION_MINOR,
+					     MEMPREPOP_VERSION_PATCH + 1));
+	EXPECT_FALSE(MEMPREPOP_CHECK_VERSION(MEMPREPOP_VERSION_MAJOR + 1,
+					     0, 0));
 	EXPECT_STREQ("module", memprepop_backend_name(MEMPREPOP_BACKEND_MODULE));
 	EXPECT_STREQ("fallback",
 		     memprepop_backend_name(MEMPREPOP_BACKEND_FALLBACK));
+	EXPECT_STREQ("none", memprepop_backend_name(0));
 }
 
-/* The query says what the module supports, or that it is not there */
-TEST(query)
+/*
+ * The query takes the caller's size: below the first version, or too large
+ * for an ioctl command, -EINVAL; a longer structure is zero-filled past what
+ * the module knows. Without the module: -ENODEV.
+ */
+TEST(query_sizes)
 {
-	struct memprepop_info info;
-	int ret = memprepop_query(&info);
+	union {
+		struct memprepop_info info;
+		unsigned char bytes[sizeof(struct memprepop_info) + 32];
+	} buf;
+	bool module = memprepop_backend() == MEMPREPOP_BACKEND_MODULE;
+	bool zero = true, intact = true;
+	size_t i;
 
-	if (memprepop_backend() == MEMPREPOP_BACKEND_MODULE) {
-		EXPECT_EQ(0, ret);
-		EXPECT_EQ(MEMPREPOP_ABI_VERSION, info.abi_version);
-		EXPECT_TRUE(info.flags & MEMPREPOP_F_LOCK);
-	} else {
-		EXPECT_EQ(-ENODEV, ret);
+	EXPECT_EQ(-EINVAL, memprepop_query(&buf.info,
+					   MEMPREPOP_INFO_SIZE_VER0 - 1));
+	EXPECT_EQ(-EINVAL, memprepop_query(&buf.info, 0));
+	EXPECT_EQ(-EINVAL, memprepop_query(&buf.info, 1 << 14));
+
+	memset(&buf, CANARY, sizeof(buf));
+	if (!module) {
+		EXPECT_EQ(-ENODEV, memprepop_query(&buf.info,
+						   sizeof(buf.info)));
+		return;
 	}
+	ASSERT_EQ(0, memprepop_query(&buf.info, sizeof(buf.info)));
+	EXPECT_TRUE(buf.info.flags & MEMPREPOP_F_REQUIRE_MLOCKED);
+	EXPECT_LE(MEMPREPOP_POPULATE_SIZE_VER0, buf.info.populate_size);
+	EXPECT_LE(MEMPREPOP_INFO_SIZE_VER0, buf.info.info_size);
+	EXPECT_LE(1, buf.info.max_workers);
+	EXPECT_EQ(0, buf.info.__reserved);
+
+	/* The first version's size: nothing after it is written */
+	memset(&buf, CANARY, sizeof(buf));
+	ASSERT_EQ(0, memprepop_query(&buf.info, MEMPREPOP_INFO_SIZE_VER0));
+	for (i = MEMPREPOP_INFO_SIZE_VER0; i < sizeof(buf); i++)
+		intact &= buf.bytes[i] == CANARY;
+	EXPECT_TRUE(intact);
+
+	/* Longer: zero past what the module knows, nothing past the size */
+	memset(&buf, CANARY, sizeof(buf));
+	ASSERT_EQ(0, memprepop_query(&buf.info, sizeof(buf) - 8));
+	for (i = buf.info.info_size; i < sizeof(buf) - 8; i++)
+		zero &= !buf.bytes[i];
+	for (i = sizeof(buf) - 8; i < sizeof(buf); i++)
+		intact &= buf.bytes[i] == CANARY;
+	EXPECT_TRUE(zero);
+	EXPECT_TRUE(intact);
+}
+
+/* memprepop_node_pages() alone: a fixture for its timeout */
+FIXTURE(nodes)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(nodes)
+{
+}
+
+FIXTURE_TEARDOWN(nodes)
+{
+}
+
+/*
+ * memprepop_node_pages() counts what is there and faults nothing in: in
+ * the first half every third page written, the others only read, which
+ * maps the zero page (numa_maps does not count it either: nor does
+ * move_pages(2) report it); in the second half, PROT_NONE, only the zero
+ * page, which cannot even be read.
+ */
+TEST_F_TIMEOUT(nodes, partial_range, SLOW)
+{
+	size_t len = 16 * MiB, pages = len / page_size(), i;
+	char *p = map_anon(len);
+	uint64_t sum = 0;
+	size_t present;
+
+	ASSERT_NE(NULL, p);
+	/* Base pages: a write faults in one page, not 2 MiB */
+	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	for (i = 0; i < pages / 2; i += 3)
+		p[i * page_size()] = 1;
+	for (i = 0; i < pages; i++)
+		if (i >= pages / 2 || i % 3 == 1)
+			sum += *(volatile char *)(p + i * page_size());
+	EXPECT_EQ(0, sum);
+	ASSERT_EQ(0, mprotect(p + len / 2, len / 2, PROT_NONE));
+	present = present_pages(p, len);
+	EXPECT_EQ(0, node_pages_exact(_metadata, p, len,
+				      (pages / 2 + 2) / 3));
+	EXPECT_EQ(present, present_pages(p, len));
+	munmap(p, len);
+}
+
+TEST_F(nodes, arguments)
+{
+	uint64_t counts[2] = { 7, 7 };
+	char *p = map_anon(page_size());
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(-EINVAL, memprepop_node_pages(p + 1, page_size(), counts,
+						2));
+	EXPECT_EQ(-EINVAL, memprepop_node_pages(p, -page_size(), counts, 2));
+	/* No counters: nothing to do */
+	EXPECT_EQ(0, memprepop_node_pages(p, page_size(), NULL, 0));
+	/* Not populated: zero everywhere, and still not populated */
+	EXPECT_EQ(0, memprepop_node_pages(p, page_size(), counts, 2));
+	EXPECT_EQ(0, counts[0]);
+	EXPECT_EQ(0, counts[1]);
+	EXPECT_EQ(0, present_pages(p, page_size()));
+	munmap(p, page_size());
+}
+
+/*
+ * NUMA balancing, driven fast: the scanner makes the PTEs of a populated
+ * range PROT_NONE for hinting faults while memprepop_node_pages() counts it,
+ * and the count stays numa_maps's. The sysctl and the scanner's debugfs
+ * knobs are put back as they were.
+ */
+static const char *const balancing_knobs[][2] = {
+	{ "/proc/sys/kernel/numa_balancing", "1" },
+	{ "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms", "0" },
+	{ "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms", "10" },
+	{ "/sys/kernel/debug/sched/numa_balancing/scan_size_mb", "1024" },
+};
+
+#define NR_KNOBS	(sizeof(balancing_knobs) / sizeof(balancing_knobs[0]))
+
+FIXTURE(balancing)
+{
+	char saved[NR_KNOBS][32];
+	bool changed[NR_KNOBS];
+	pthread_t spinner;
+	bool spinning;
+	int stop;
+};
+
+FIXTURE_SETUP(balancing)
+{
+	unsigned int i;
+
+	if (getuid())
+		SKIP(return, "needs root to drive NUMA balancing");
+	if (access(balancing_knobs[0][0], W_OK))
+		SKIP(return, "no NUMA balancing in this kernel");
+	if (proc_field("/proc/vmstat", "numa_pte_updates") < 0)
+		SKIP(return, "no numa_pte_updates in /proc/vmstat");
+	for (i = 0; i < NR_KNOBS; i++) {
+		if (read_file(balancing_knobs[i][0], self->saved[i],
+			      sizeof(self->saved[i])) <= 0)
+			continue;
+		self->changed[i] = !write_file(balancing_knobs[i][0],
+					       balancing_knobs[i][1]);
+	}
+	if (!self->changed[0])
+		SKIP(return, "cannot enable NUMA balancing");
+}
+
+FIXTURE_TEARDOWN(balancing)
+{
+	unsigned int i = NR_KNOBS;
+
+	if (self->spinning) {
+		__atomic_store_n(&self->stop, 1, __ATOMIC_RELAXED);
+		pthread_join(self->spinner, NULL);
+	}
+	while (i--)
+		if (self->changed[i])
+			write_file(balancing_knobs[i][0], self->saved[i]);
+}
+
+/*
+ * The scanner runs on the task's CPU time, and leaves alone the pages of a
+ * single-threaded process on its own node: a second thread, busy, does both.
+ */
+static void *spin(void *arg)
+{
+	int *stop = arg;
+
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+/* Pages of [p, p + n pages) that move_pages(2) alone does not report */
+static size_t unreported(char *p, size_t n)
+{
+	void **pages = malloc(n * sizeof(*pages));
+	int *status = malloc(n * sizeof(*status));
+	size_t i, missing = 0;
+
+	if (pages && status) {
+		for (i = 0; i < n; i++)
+			pages[i] = p + i * page_size();
+		if (!move_pages(0, n, pages, NULL, status, 0))
+			for (i = 0; i < n; i++)
+				missing += status[i] < 0;
+	}
+	free(pages);
+	free(status);
+	return missing;
+}
+
+TEST_F_TIMEOUT(balancing, node_pages_exact_while_marked, SLOW)
+{
+	size_t len = 256 * MiB, pages = len / page_size();
+	long before, marked = 0;
+	double t0;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	p = map_anon(len);
+	ASSERT_NE(NULL, p);
+	/* Base pages: each its own PTE to mark and its own hinting fault */
+	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, memprepop_populate(p, len, NULL, NULL));
+
+	before = proc_field("/proc/vmstat", "numa_pte_updates");
+	ASSERT_EQ(0, pthread_create(&self->spinner, NULL, spin, &self->stop));
+	self->spinning = true;
+	for (t0 = now(); now() - t0 < 10 && marked < (long)pages / 2;) {
+		usleep(50000);
+		marked = proc_field("/proc/vmstat", "numa_pte_updates") -
+			 before;
+	}
+	if (marked < (long)pages / 2) {
+		munmap(p, len);
+		SKIP(return, "NUMA balancing marked %ld PTEs in 10 s, not %zu",
+		     marked, pages / 2);
+	}
+	TH_LOG("%ld PTEs marked in %.1f s; move_pages() alone misses %zu "
+	       "of %zu pages", marked, now() - t0, unreported(p, pages),
+	       pages);
+	EXPECT_EQ(0, node_pages_exact(_metadata, p, len, pages));
+	munmap(p, len);
 }
 
 TEST_HARNESS_MAIN

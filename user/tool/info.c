@@ -53,7 +53,7 @@ int cmd_info(int argc, char **argv)
 	}
 	printf("library   %s\n", memprepop_version());
 	printf("backend   %s\n", memprepop_backend_name(memprepop_backend()));
-	ret = memprepop_query(&info);
+	ret = memprepop_query(&info, sizeof(info));
 	if (ret == -ENODEV) {
 		printf("module    not loaded\n");
 	} else if (ret) {
@@ -61,9 +61,10 @@ int cmd_info(int argc, char **argv)
 			MEMPREPOP_DEVICE, strerror(-ret));
 		return 1;
 	} else {
-		printf("module    ABI %u, flags 0x%llx, up to %u workers\n",
-		       info.abi_version, (unsigned long long)info.flags,
-		       info.max_workers);
+		printf("module    flags 0x%llx, up to %u workers, "
+		       "populate size %u, info size %u\n",
+		       (unsigned long long)info.flags, info.max_workers,
+		       info.populate_size, info.info_size);
 	}
 	if (numa_available() < 0) {
 		printf("numa      not available\n");

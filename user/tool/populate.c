@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/magic.h>
+#include <numa.h>
 #include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,8 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 	int c, ret;
 
 	memset(a, 0, sizeof(*a));
+	a->opts = (struct memprepop_opts)MEMPREPOP_OPTS_INIT;
+	a->run.res = (struct memprepop_result)MEMPREPOP_RESULT_INIT;
 	a->run.placement = &a->placement;
 	a->run.page_size = sysconf(_SC_PAGESIZE);
 	a->map_flags = MAP_PRIVATE | MAP_ANONYMOUS;
@@ -117,7 +120,7 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 			break;
 		case 'l':
 			a->run.lock = true;
-			a->opts.flags |= MEMPREPOP_F_LOCK;
+			a->opts.flags |= MEMPREPOP_OPT_LOCK;
 			break;
 		case 't':
 			if (!parse_uint(optarg, &a->opts.max_threads) ||
@@ -125,7 +128,7 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 				bad = "thread count";
 			break;
 		case 'f':
-			a->opts.lib_flags |= MEMPREPOP_OPT_FALLBACK;
+			a->opts.flags |= MEMPREPOP_OPT_FALLBACK;
 			break;
 		case OPT_HUGETLB:
 			if (file) {
@@ -189,7 +192,8 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 static int populate_and_report(struct args *a, void *mem)
 {
 	uint64_t pages = a->run.size / sysconf(_SC_PAGESIZE);
-	int ret, node;
+	unsigned int node;
+	int ret;
 
 	ret = apply_placement(&a->placement, mem, a->run.size);
 	if (ret) {
@@ -205,14 +209,20 @@ static int populate_and_report(struct args *a, void *mem)
 		return 1;
 	}
 
-	ret = memprepop_node_pages(mem, a->run.size, a->run.node_pages,
-				   MEMPREPOP_MAX_NODES);
+	/* Every node: a page on any of them counts as present */
+	a->run.nr_nodes = numa_num_possible_nodes() > 0 ?
+			  numa_num_possible_nodes() : 1;
+	a->run.node_pages = calloc(a->run.nr_nodes, sizeof(uint64_t));
+	ret = a->run.node_pages ? memprepop_node_pages(mem, a->run.size,
+						       a->run.node_pages,
+						       a->run.nr_nodes) :
+				  -ENOMEM;
 	if (ret) {
 		fprintf(stderr, "%s: cannot read page placement: %s\n", prog,
 			strerror(-ret));
 		return 1;
 	}
-	for (node = 0; node < MEMPREPOP_MAX_NODES; node++)
+	for (node = 0; node < a->run.nr_nodes; node++)
 		a->run.present += a->run.node_pages[node];
 	report(&a->run);
 	if (a->run.present != pages) {
@@ -247,6 +257,7 @@ int cmd_populate(int argc, char **argv)
 	}
 	ret = populate_and_report(&a, mem);
 	munmap(mem, a.run.size);
+	free(a.run.node_pages);
 	return ret;
 }
 
@@ -301,6 +312,7 @@ int cmd_file(int argc, char **argv)
 	}
 	ret = populate_and_report(&a, mem);
 	munmap(mem, a.run.size);
+	free(a.run.node_pages);
 	close(fd);
 	return ret;
 }

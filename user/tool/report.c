@@ -85,7 +85,7 @@ static void report_json(const struct run *run, double secs)
 {
 	const struct placement *pl = run->placement;
 	const char *sep = "";
-	int node;
+	unsigned int node;
 
 	printf("{\"size\": %llu, \"memory\": \"%s\", \"page_size\": %zu, "
 	       "\"policy\": \"%s\", \"policy_nodes\": \"%s\", "
@@ -99,10 +99,10 @@ static void report_json(const struct run *run, double secs)
 	       memprepop_backend_name(run->res.backend), run->res.workers,
 	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
 	       (unsigned long long)run->present);
-	for (node = 0; node < MEMPREPOP_MAX_NODES; node++) {
+	for (node = 0; node < run->nr_nodes; node++) {
 		if (!run->node_pages[node])
 			continue;
-		printf("%s\"%d\": %llu", sep, node,
+		printf("%s\"%u\": %llu", sep, node,
 		       (unsigned long long)run->node_pages[node]);
 		sep = ", ";
 	}
@@ -114,8 +114,9 @@ void report(const struct run *run)
 	const struct placement *pl = run->placement;
 	double secs = run->res.nsecs / 1e9;
 	long psz = sysconf(_SC_PAGESIZE);
+	int highest = highest_node();
+	unsigned int node;
 	char buf[32];
-	int node;
 
 	if (run->json) {
 		report_json(run, secs);
@@ -136,10 +137,9 @@ void report(const struct run *run)
 	printf("verified  %llu of %llu pages present\n",
 	       (unsigned long long)run->present,
 	       (unsigned long long)(run->size / psz));
-	for (node = 0; node < MEMPREPOP_MAX_NODES; node++)
-		if (run->node_pages[node] ||
-		    (numa_available() >= 0 && node <= numa_max_node()))
-			printf("node %-4d %llu pages\n", node,
+	for (node = 0; node < run->nr_nodes; node++)
+		if (run->node_pages[node] || (int)node <= highest)
+			printf("node %-4u %llu pages\n", node,
 			       (unsigned long long)run->node_pages[node]);
 }
 
@@ -159,15 +159,21 @@ static long read_long(const char *fmt, int node, size_t kb, const char *what)
 	return v;
 }
 
+/* The highest node number in the system, 0 without NUMA */
+int highest_node(void)
+{
+	return numa_available() >= 0 ? numa_max_node() : 0;
+}
+
 /* "node 0: 120 of 512 free, node 1: ..." for hugetlb pages of @page_size */
 void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
 {
 	static const char fmt[] =
 		"/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/%s";
+	int highest = highest_node(), node;
 	const char *s = "";
-	int node;
 
-	for (node = 0; node < MEMPREPOP_MAX_NODES; node++) {
+	for (node = 0; node <= highest; node++) {
 		long nr = read_long(fmt, node, page_size >> 10, "nr_hugepages");
 		long free_pages = read_long(fmt, node, page_size >> 10,
 					    "free_hugepages");

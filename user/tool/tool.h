@@ -33,13 +33,15 @@ struct run {
 	bool lock, json, progress;
 	const struct placement *placement;
 	struct memprepop_result res;
-	uint64_t node_pages[MEMPREPOP_MAX_NODES];
+	uint64_t *node_pages;	/* base pages on each node, afterwards */
+	unsigned int nr_nodes;	/* its entries: every possible node */
 	uint64_t present;	/* base pages found present afterwards */
 };
 
 void progress_bar_start(void);
 int progress_bar(uint64_t done, uint64_t total, void *arg);
 void progress_bar_end(void);
+int highest_node(void);
 void hugetlb_pools(FILE *f, size_t page_size, const char *sep);
 void report(const struct run *run);
 void explain_failure(const struct run *run, void *addr, int err);
