@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: every stage below, each printing KTAP verdicts, summed up by
+# selftests/ktap-summary into "N passed, N failed". A stage that fails
+# without saying so in KTAP still counts as a failure.
+
+.PHONY: check check-kernel check-compat check-docs check-host check-install \
+	check-vm check-dkms check-deb check-debug checkpatch
+
+CHECK_STAGES	:= check-kernel check-compat check-docs check-host \
+		   check-install check-vm check-dkms check-deb
+
+check: deps
+	@$(MAKE) -s all
+	@set -o pipefail; ( rc=0; for stage in $(CHECK_STAGES); do \
+	    $(MAKE) -s --no-print-directory $$stage || \
+	      { echo "not ok check: make $$stage failed"; rc=1; }; \
+	  done; exit $$rc ) 2>&1 | tee $(B)/check.log | selftests/ktap-summary
+
+# The kernel side's own quality gates, for the VM's kernel
+checkpatch: $(KSFT)/kselftest_harness.h
+	scripts/checkpatch $(KSRC)
+
+check-kernel: $(KSFT)/kselftest_harness.h
+	@scripts/verdict "kernel: checkpatch --strict" scripts/checkpatch $(KSRC)
+	@scripts/verdict "kernel: W=1 C=2 (sparse) build clean for $(VM_KVER)" \
+		scripts/build-module $(VM_KDIR) $(B)/kbuild C=2
+
+# Other kernels the module must build for (compat.h): every other installed
+# Debian header tree, W=1 and sparse clean
+COMPAT_KDIRS	= $(filter-out $(realpath $(VM_KDIR)),\
+		  $(wildcard /usr/src/linux-headers-*-amd64))
+
+check-compat:
+	@for kdir in $(COMPAT_KDIRS); do v=$${kdir#/usr/src/linux-headers-}; \
+	  scripts/verdict "kernel: builds for $$v (W=1 C=2)" \
+	    scripts/build-module $$kdir $(B)/compat/$$v C=2; done; true
+
+check-docs: $(KSFT)/kselftest_harness.h
+	@scripts/verdict "docs: make htmldocs without a warning" \
+		$(MAKE) -s htmldocs
+
+check-host: lib tool selftests
+	@selftests/run-host-tests $(LIBTESTS)
+
+check-install: lib tool module docs
+	@scripts/check-install $(VERSION) $(KRELEASE)
+
+check-vm: $(VM_INITRD)
+	@testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) \
+		--run '/selftests/run_kselftest.sh'
+	@testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) --node-mem 1024 \
+		--mem-only-node 1024 \
+		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test'
+
+check-dkms: $(VM_INITRD)
+	@packaging/check-dkms $(VERSION) $(VM_KVER) $(VM_INITRD)
+
+check-deb:
+	@packaging/check-deb $(VERSION) $(VM_KVER)
+
+# The debug kernel (not part of make check: its first build takes long)
+DEBUG_FUZZ_ITERS ?= 100000
+DEBUG_STRESS_SECS ?= 120
+DEBUG_TIMEOUT	?= 10800
+
+check-debug: deps
+	@$(MAKE) -s lib tool examples ksft-install
+	@set -o pipefail; scripts/check-debug $(B) $(KSRC) $(DEBUG_FUZZ_ITERS) \
+		$(DEBUG_STRESS_SECS) $(DEBUG_TIMEOUT) 2>&1 | \
+		tee $(B)/check-debug.log | selftests/ktap-summary
