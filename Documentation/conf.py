@@ -11,7 +11,9 @@ sys.path.insert(0, os.path.join(ksrc, 'Documentation', 'sphinx'))
 
 project = 'memprepop'
 copyright = '2026, memprepop developers'
-version = release = '0.1.0'
+# The version is written once, in VERSION
+with open(os.path.join(top, 'VERSION')) as f:
+    version = release = f.read().strip()
 
 extensions = ['kerneldoc']
 kerneldoc_bin = os.path.join(ksrc, 'scripts', 'kernel-doc')
@@ -20,4 +22,6 @@ kerneldoc_srctree = top
 primary_domain = 'c'
 highlight_language = 'none'
 exclude_patterns = ['man']
+# |version| in parsed-literal blocks
+rst_prolog = '.. |version| replace:: %s\n' % version
 html_theme = 'alabaster'
