@@ -211,6 +211,7 @@ $(B)/tests/%: user/tests/%.c $(wildcard selftests/*.h) \
 	$(CC) $(KSFT_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_USER)
 
 selftests: $(KSFT)/kselftest_harness.h $(LIBTESTS) $(B)/tests/ktap_helpers.sh
+	@mkdir -p $(KSFT_OUT)
 	+$(KSFT_MAKE)
 
 # --- test VM ------------------------------------------------------------------
