@@ -91,6 +91,7 @@ static int in_child(const char *cg,
 {
 	double t0;
 	int status;
+	long cur;
 	pid_t pid = fork();
 
 	if (pid < 0)
@@ -107,9 +108,13 @@ static int in_child(const char *cg,
 	}
 	if (waitpid(pid, &status, 0) != pid)
 		return -1000;
+	/*
+	 * A read fails while the cgroup is full (the file's buffer is charged
+	 * to it too): that is not yet either
+	 */
 	t0 = now();
-	while (cg_read(cg, "memory.current", NULL) > (long)(len / 4) &&
-	       now() - t0 < 10)
+	while (((cur = cg_read(cg, "memory.current", NULL)) < 0 ||
+		cur > (long)(len / 4)) && now() - t0 < 30)
 		usleep(10 * 1000);
 	return WIFSIGNALED(status) ? -WTERMSIG(status) : WEXITSTATUS(status);
 }
@@ -304,15 +309,17 @@ TEST_F_TIMEOUT(cg, page_tables_charged_like_madvise, 3600)
 
 /*
  * pids.max holds for workers as for threads: pids.current, read from
- * outside all through the call, never goes above it; at the limit the call
+ * outside all through the call, never stays above it; at the limit the call
  * goes on with fewer workers, or none, and succeeds; the refusals show in
- * pids.events as a fork's would.
+ * pids.events as a fork's would. A refused fork shows one over the limit
+ * for an instant (the pids controller charges, then takes the charge back),
+ * and so does a refused worker: a sample may catch that, once per refusal.
  */
 TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 {
 	size_t len = 256 * MiB;
 	struct memprepop_populate req;
-	long base, max_seen = -1, events0, w0;
+	long base, seen[2] = { -1, 0 }, events0, w0;
 	int pipefd[2], status;
 	char *p, buf[32];
 	pid_t sampler;
@@ -328,21 +335,24 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 	ASSERT_LE(0, sampler);
 	if (!sampler) {
 		char path[256];
-		long most = -1, v;
+		long most[2] = { -1, 0 }, v, first;
 
 		snprintf(buf, sizeof(buf), "%d", getpid());
 		if (cg_write(CGROOT, "cgroup.procs", buf))
 			_exit(1);
 		snprintf(path, sizeof(path), "%s/pids.current", self->path);
 		close(pipefd[0]);
+		/* The test's own tasks: the highest limit set is one more */
+		first = read_long(path);
 		/* Until the parent makes the stop file, or goes away */
 		while (access(PIDS_STOP, F_OK) && getppid() != 1) {
 			v = read_long(path);
-			if (v > most)
-				most = v;
+			if (v > most[0])
+				most[0] = v;
+			most[1] += v > first + 1;
 			usleep(500);
 		}
-		if (write(pipefd[1], &most, sizeof(most)) != sizeof(most))
+		if (write(pipefd[1], most, sizeof(most)) != sizeof(most))
 			_exit(2);
 		_exit(0);
 	}
@@ -373,13 +383,15 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 		madvise(p, len, MADV_DONTNEED);
 	}
 	close(open(PIDS_STOP, O_CREAT | O_WRONLY, 0600));
-	ASSERT_EQ(sizeof(max_seen), read(pipefd[0], &max_seen,
-					 sizeof(max_seen)));
+	ASSERT_EQ(sizeof(seen), read(pipefd[0], seen, sizeof(seen)));
 	ASSERT_EQ(sampler, waitpid(sampler, &status, 0));
 	unlink(PIDS_STOP);
-	TH_LOG("pids.current at most %ld, pids.max %ld+1", max_seen, base);
-	EXPECT_LE(max_seen, base + 1);
-	EXPECT_LT(0, max_seen);
+	TH_LOG("pids.current at most %ld (%ld samples over), pids.max %ld+1",
+	       seen[0], seen[1], base);
+	/* At most the three refusals' instants, never a worker's lifetime */
+	EXPECT_GE(3, seen[1]);
+	EXPECT_GE(base + 2, seen[0]);
+	EXPECT_LT(0, seen[0]);
 	cg_write(self->path, "pids.max", "max");
 	munmap(p, len);
 }
