@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>	/* ssize_t */
 #include <linux/memprepop.h>	/* the module's ABI: struct memprepop_info */
 #include <memprepop/version.h>	/* MEMPREPOP_VERSION_*, MEMPREPOP_CHECK_VERSION */
 
@@ -88,7 +89,7 @@ struct memprepop_opts {
  * @size: in, sizeof(struct memprepop_result)
  * @backend: out, the enum memprepop_backend that did the work
  * @populated: out, bytes from addr up to the first page not populated on
- *	return
+ *	return; for several ranges, the sum of theirs
  * @nsecs: out, wall-clock time of the call, in nanoseconds
  * @workers: out, threads or kernel workers that took part
  * @__reserved: out, zero
@@ -127,6 +128,200 @@ struct memprepop_result {
 int memprepop_populate(void *addr, size_t len,
 		       const struct memprepop_opts *opts,
 		       struct memprepop_result *res);
+
+/**
+ * memprepop_populate_ranges() - populate several ranges in one call
+ * @ranges: @nr ranges (struct memprepop_range of <linux/memprepop.h>): addr
+ *	(page aligned) and len in, __reserved zero; populated and error out
+ * @nr: entries of @ranges; 0 does nothing
+ * @opts: options, or NULL; @opts->node_pages counts the pages of all ranges
+ * @res: filled on success and on failure, or NULL; @res->populated is the
+ *	sum of the ranges' populated
+ *
+ * Each range is populated, and reported in its populated and error (0 or
+ * -errno), exactly as memprepop_populate() of that range alone would be:
+ * the same rules for alignment, holes, mappings and errno. With
+ * MEMPREPOP_OPT_LOCK every range is made lock-on-fault first, and a range
+ * that mlock2() refuses fails with its errno. One set of threads, or of the
+ * module's workers, serves all ranges, each chunk faulted on its memory's
+ * node. A failed range does not stop the others.
+ *
+ * Thread-safe, like memprepop_populate(); the threads of the fallback are
+ * created for the call (a struct memprepop_ctx keeps them).
+ *
+ * Return: 0 when every range succeeded, else the error of the first range,
+ * by index, that failed. Before anything is populated: -EINVAL for @ranges
+ * NULL with @nr, a range's __reserved not zero, or the options
+ * memprepop_populate() refuses; -E2BIG, -EOPNOTSUPP, -ENOMEM and -EAGAIN as
+ * there. With @opts->progress cancelling, the ranges not done fail with
+ * -ECANCELED.
+ */
+int memprepop_populate_ranges(struct memprepop_range *ranges, unsigned int nr,
+			      const struct memprepop_opts *opts,
+			      struct memprepop_result *res);
+
+/**
+ * memprepop_bitmap_ranges() - the runs of set bits of a bitmap, as ranges
+ * @base: the address bit 0 stands for, aligned to the system page size
+ * @page_size: bytes each bit stands for: a multiple of the system page size
+ * @bitmap: @nbits bits, bit N of word N / (8 * sizeof(long)) standing for
+ *	[base + N * page_size, base + (N + 1) * page_size)
+ * @nbits: bits of @bitmap
+ * @ranges: filled with the first @max runs, in address order; may be NULL
+ *	when @max is 0
+ * @max: entries of @ranges
+ *
+ * Like snprintf(), counts every run but fills only what fits: call it with
+ * @max 0 to size the array.
+ *
+ * Return: the number of runs of set bits, or -EINVAL for @base not aligned to
+ * the system page size, @page_size zero or not a multiple of it, or a range
+ * that would wrap.
+ */
+ssize_t memprepop_bitmap_ranges(const void *base, size_t page_size,
+				const unsigned long *bitmap, size_t nbits,
+				struct memprepop_range *ranges, size_t max);
+
+/**
+ * memprepop_populate_bitmap() - populate the pages a bitmap marks
+ * @base, @page_size, @bitmap, @nbits: as for memprepop_bitmap_ranges()
+ * @opts: options, or NULL
+ * @res: filled on success and on failure, or NULL
+ *
+ * Every run of set bits is a range of one memprepop_populate_ranges() call
+ * (balloon deflate, virtio-mem plug, a migration destination). An empty
+ * bitmap does nothing.
+ *
+ * Return: 0, the error of the first run that failed, the errors of
+ * memprepop_bitmap_ranges() and memprepop_populate_ranges(), or -ENOMEM.
+ */
+int memprepop_populate_bitmap(void *base, size_t page_size,
+			      const unsigned long *bitmap, size_t nbits,
+			      const struct memprepop_opts *opts,
+			      struct memprepop_result *res);
+
+/*
+ * A context: one request at a time, synchronous or in the background, on
+ * workers that stay. With the module it has a descriptor of its own, on
+ * which the module keeps its workers; with the fallback, a pool of threads
+ * created before any of a call's populating starts, pinned per call to the
+ * node of the memory each faults (within the caller's CPUs at that call),
+ * and kept for the next call. Not shared between threads, but for
+ * memprepop_ctx_cancel() and memprepop_ctx_progress(), which any thread may
+ * call at any time; not usable in a child after fork() (-EPERM), where
+ * memprepop_ctx_free() only releases the memory and descriptors.
+ */
+struct memprepop_ctx;
+
+/**
+ * memprepop_ctx_new() - a new context
+ * @ctx: set to the new context
+ * @flags: 0, or MEMPREPOP_OPT_FALLBACK never to use the module
+ *
+ * Uses the module when /dev/memprepop opens and takes background requests,
+ * else the fallback.
+ *
+ * Return: 0, -EINVAL for an unknown flag, -ENOMEM, or the -errno of open(2)
+ * or eventfd(2).
+ */
+int memprepop_ctx_new(struct memprepop_ctx **ctx, unsigned int flags);
+
+/**
+ * memprepop_ctx_free() - cancel, reap and free
+ * @ctx: a context, or NULL
+ *
+ * A request still running is cancelled and waited for; its outcome is lost,
+ * and nothing is written to its ranges or node counts.
+ */
+void memprepop_ctx_free(struct memprepop_ctx *ctx);
+
+/**
+ * memprepop_ctx_populate() - memprepop_populate_ranges() on the context
+ * @ctx: the context
+ * @ranges, @nr, @opts, @res: as for memprepop_populate_ranges();
+ *	MEMPREPOP_OPT_FALLBACK of @opts is ignored: the context decides
+ *
+ * Return: as memprepop_populate_ranges(), or -EBUSY while a background
+ * request is not reaped, -EPERM in a child of the process that made @ctx.
+ */
+int memprepop_ctx_populate(struct memprepop_ctx *ctx,
+			   struct memprepop_range *ranges, unsigned int nr,
+			   const struct memprepop_opts *opts,
+			   struct memprepop_result *res);
+
+/**
+ * memprepop_ctx_start() - start a request in the background
+ * @ctx: the context
+ * @ranges, @nr, @opts: as for memprepop_populate_ranges(), but for
+ *	@opts->progress, which must be NULL (memprepop_ctx_progress() tells)
+ *
+ * Returns at once. @ranges and @opts->node_pages must stay valid until
+ * memprepop_ctx_wait() reaps the request: their outputs are written then.
+ * Locking (MEMPREPOP_OPT_LOCK) is done before it returns.
+ *
+ * Return: 0 when started (its outcome is memprepop_ctx_wait()'s), -EBUSY
+ * while an earlier request is not reaped, -EINVAL for @opts->progress or
+ * the arguments memprepop_populate_ranges() refuses, -EOPNOTSUPP, -EAGAIN
+ * (threads), -ENOMEM, -EPERM in a child of the process that made @ctx.
+ */
+int memprepop_ctx_start(struct memprepop_ctx *ctx,
+			struct memprepop_range *ranges, unsigned int nr,
+			const struct memprepop_opts *opts);
+
+/**
+ * memprepop_ctx_fd() - a descriptor to poll for the background request
+ * @ctx: the context
+ *
+ * POLLIN when memprepop_ctx_wait() with MEMPREPOP_WAIT_NOHANG is worth
+ * calling: with the module, the context's /dev/memprepop descriptor (a
+ * request of more ranges than the module takes at once is several, one
+ * after the other: the wait then starts the next and gives -EAGAIN); with
+ * the fallback, an eventfd written when all threads of the request are
+ * done. The same descriptor for the life of @ctx; it belongs to @ctx.
+ *
+ * Return: the descriptor.
+ */
+int memprepop_ctx_fd(struct memprepop_ctx *ctx);
+
+/**
+ * memprepop_ctx_wait() - reap the request
+ * @ctx: the context
+ * @flags: 0 to wait, or MEMPREPOP_WAIT_NOHANG (<linux/memprepop.h>)
+ * @res: filled with the outcome, or NULL
+ *
+ * Writes the populated and error of each of the request's ranges, its node
+ * counts and @res, as memprepop_populate_ranges() would have; @ctx then
+ * takes a new request.
+ *
+ * Return: the request's outcome, 0 or -errno as memprepop_populate_ranges()
+ * returns it (-ECANCELED after memprepop_ctx_cancel()); or, never an
+ * outcome, -EAGAIN with MEMPREPOP_WAIT_NOHANG while it runs, -ENOENT when
+ * no request was started, -EINVAL for an unknown flag, -EPERM in a child.
+ */
+int memprepop_ctx_wait(struct memprepop_ctx *ctx, unsigned int flags,
+		       struct memprepop_result *res);
+
+/**
+ * memprepop_ctx_cancel() - stop the request soon
+ * @ctx: the context
+ *
+ * The request stops within a chunk; the ranges not complete then fail with
+ * -ECANCELED, populated exact. One that has finished keeps its outcome.
+ *
+ * Return: 0, or -ENOENT when no request is running or unreaped.
+ */
+int memprepop_ctx_cancel(struct memprepop_ctx *ctx);
+
+/**
+ * memprepop_ctx_progress() - how far the request is
+ * @ctx: the context
+ * @done: set to the bytes populated so far (updated every 100 ms or chunk)
+ * @total: set to the bytes of the request
+ *
+ * Return: 0, or -ENOENT when no request is running or unreaped.
+ */
+int memprepop_ctx_progress(struct memprepop_ctx *ctx, uint64_t *done,
+			   uint64_t *total);
 
 /**
  * memprepop_backend() - the backend memprepop_populate() uses by default

@@ -2,14 +2,14 @@
 /*
  * libmemprepop: the fallback backend, for kernels without the module.
  *
- * What QEMU's preallocation does, done right: every thread is created before
- * any populating starts (creating a thread maps its stack, which takes
- * mmap_lock for write and would stall the others); each runs on the caller's
- * allowed CPUs of the node its chunks' pages go to (plan.c), so that they
- * are zeroed node-locally; chunks are handed out dynamically; and the lowest
- * failure stops what lies above it only, so that the call ends where
- * madvise(MADV_POPULATE_WRITE) over the whole range would, with its errno and
- * an exact count of what was populated.
+ * What QEMU's preallocation does, done right, for all the ranges of a call
+ * at once: every thread exists before any populating starts (pool.c); each
+ * runs on the caller's allowed CPUs of the node its chunks' pages go to
+ * (plan.c), so that they are zeroed node-locally; chunks of every range are
+ * handed out dynamically to whichever thread of their nodes is free; and in
+ * each range the lowest failure stops what lies above it in that range
+ * only, so that each range ends where madvise(MADV_POPULATE_WRITE) over it
+ * alone would, with its errno and an exact count of what was populated.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,34 +21,29 @@
 
 struct mpl_job {
 	struct mpl_plan plan;
+	struct mpl_req *req;
+	struct mpl_pool *pool;	/* NULL: the caller alone */
+	bool own_pool;		/* made for this job, freed with it */
 	long page_size;
-
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool go;		/* under lock: all threads exist, start */
-	unsigned int running;	/* under lock: threads not finished yet */
+	uint64_t t0;
 
 	/* Atomics */
 	unsigned char *claimed;	/* per chunk: taken by a thread */
 	unsigned char *done;	/* per chunk: populated completely */
-	uint64_t bytes_done;	/* for the progress callback */
+	uint64_t bytes_done;	/* for progress */
 	int cancelled;
+	int stats_err;		/* the first counting failure */
 
-	/* Under lock: nothing at or above stop_at is to be populated */
-	size_t stop_at;
-	int err;
+	/*
+	 * Per range, under lock (stop_at also read atomically): nothing at or
+	 * above stop_at is to be populated; err is why.
+	 */
+	pthread_mutex_t lock;
+	size_t *stop_at;
+	int *err;
 
-	/* The caller's, or NULL; added to atomically */
-	uint64_t *node_pages;
-	unsigned int nr_nodes;	/* entries of each thread's counts */
-	int stats_err;		/* atomic: the first counting failure */
-};
-
-struct mpl_thread {
-	struct mpl_job *job;
-	int node;
-	uint64_t *counts;	/* scratch: job->nr_nodes entries */
-	pthread_t tid;
+	uint64_t *counts;	/* per thread, nr_nodes each: scratch */
+	unsigned int nr_nodes;
 };
 
 /* Largest prefix of [p, p + len) that MADV_POPULATE_WRITE accepts */
@@ -81,68 +76,80 @@ static int mpl_populate_chunk(struct mpl_job *job, char *p, size_t len,
 	return err;
 }
 
-/* Adds the nodes of [p, p + len), just populated, to the caller's counts */
-static void mpl_count_nodes(struct mpl_job *job, struct mpl_thread *t,
+/* Adds the nodes of [p, p + len), just populated, to the call's counts */
+static void mpl_count_nodes(struct mpl_job *job, unsigned int thread,
 			    char *p, size_t len)
 {
+	uint64_t *counts = job->counts + (size_t)thread * job->nr_nodes;
+	uint64_t *node_pages = job->req->node_pages;
 	unsigned int i;
 	int err, none = 0;
 
-	if (!job->node_pages || !len)
+	if (!node_pages || !len)
 		return;
-	err = memprepop_node_pages(p, len, t->counts, job->nr_nodes);
+	err = memprepop_node_pages(p, len, counts, job->nr_nodes);
 	if (err) {
 		__atomic_compare_exchange_n(&job->stats_err, &none, err, false,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 		return;
 	}
 	for (i = 0; i < job->nr_nodes; i++)
-		if (t->counts[i])
-			__atomic_add_fetch(&job->node_pages[i], t->counts[i],
+		if (counts[i])
+			__atomic_add_fetch(&node_pages[i], counts[i],
 					   __ATOMIC_RELAXED);
 }
 
-static void mpl_stop(struct mpl_job *job, size_t at, int err)
+static void mpl_stop(struct mpl_job *job, unsigned int r, size_t at, int err)
 {
 	pthread_mutex_lock(&job->lock);
-	if (at < job->stop_at) {
-		__atomic_store_n(&job->stop_at, at, __ATOMIC_RELEASE);
-		job->err = err;
+	if (at < job->stop_at[r]) {
+		__atomic_store_n(&job->stop_at[r], at, __ATOMIC_RELEASE);
+		job->err[r] = err;
 	}
 	pthread_mutex_unlock(&job->lock);
 }
 
-/* The thread's share: chunks its node serves, in address order */
-static void mpl_work(struct mpl_job *job, struct mpl_thread *t,
+/*
+ * A thread's share: the chunks its node serves, range by range, in address
+ * order. @thread indexes the scratch counts; @node -1 takes any chunk.
+ */
+static void mpl_work(struct mpl_job *job, unsigned int thread, int node,
 		     struct mpl_progress *progress)
 {
 	const struct mpl_plan *plan = &job->plan;
 	size_t i;
 
 	for (i = 0; i < plan->nchunks; i++) {
-		size_t start = mpl_chunk_start(plan, i), end, good;
+		const struct mpl_chunk *c = &plan->chunks[i];
+		char *base = (char *)(uintptr_t)job->req->work[c->range].addr;
+		size_t good;
 		int err;
 
-		if (__atomic_load_n(&job->cancelled, __ATOMIC_ACQUIRE) ||
-		    start >= __atomic_load_n(&job->stop_at, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&job->cancelled, __ATOMIC_ACQUIRE))
 			return;
-		if (t->node >= 0 && !(plan->served[i] & (1ull << t->node)))
+		if (c->start >= __atomic_load_n(&job->stop_at[c->range],
+						__ATOMIC_ACQUIRE)) {
+			/* The rest of this range is not to be done */
+			i = plan->first[c->range + 1] - 1;
+			continue;
+		}
+		if (!mpl_plan_serves(plan, i, node))
 			continue;
 		if (__atomic_exchange_n(&job->claimed[i], 1, __ATOMIC_ACQ_REL))
 			continue;
 
-		end = mpl_chunk_end(plan, i);
-		err = mpl_populate_chunk(job, plan->base + start, end - start,
-					 &good);
+		err = mpl_populate_chunk(job, base + c->start,
+					 c->end - c->start, &good);
 		if (err) {
-			mpl_count_nodes(job, t, plan->base + start, good);
-			mpl_stop(job, start + good, err);
+			mpl_count_nodes(job, thread, base + c->start, good);
+			mpl_stop(job, c->range, c->start + good, err);
 			continue;
 		}
 		__atomic_store_n(&job->done[i], 1, __ATOMIC_RELEASE);
-		__atomic_add_fetch(&job->bytes_done, end - start,
+		__atomic_add_fetch(&job->bytes_done, c->end - c->start,
 				   __ATOMIC_RELAXED);
-		mpl_count_nodes(job, t, plan->base + start, end - start);
+		mpl_count_nodes(job, thread, base + c->start,
+				c->end - c->start);
 		/* Working in the caller's own thread: it reports itself */
 		if (progress && mpl_progress_report(progress,
 				__atomic_load_n(&job->bytes_done,
@@ -151,204 +158,216 @@ static void mpl_work(struct mpl_job *job, struct mpl_thread *t,
 	}
 }
 
-static void *mpl_thread_fn(void *arg)
+static void mpl_thread_fn(void *arg, unsigned int thread)
 {
-	struct mpl_thread *t = arg;
-	struct mpl_job *job = t->job;
+	struct mpl_job *job = arg;
 
-	pthread_mutex_lock(&job->lock);
-	while (!job->go)
-		pthread_cond_wait(&job->cond, &job->lock);
-	pthread_mutex_unlock(&job->lock);
-
-	mpl_work(job, t, NULL);
-
-	pthread_mutex_lock(&job->lock);
-	job->running--;
-	pthread_cond_broadcast(&job->cond);
-	pthread_mutex_unlock(&job->lock);
-	return NULL;
-}
-
-static int mpl_start_thread(struct mpl_job *job, struct mpl_thread *t,
-			    unsigned int index)
-{
-	pthread_attr_t attr;
-	int ret;
-
-	t->node = job->plan.thread_node[index];
-	ret = pthread_attr_init(&attr);
-	if (ret)
-		return -ret;
-	/* The thread starts on its node's CPUs: nothing to migrate later */
-	pthread_attr_setaffinity_np(&attr, sizeof(cpu_set_t),
-				    &job->plan.thread_cpus[index]);
-	ret = pthread_create(&t->tid, &attr, mpl_thread_fn, t);
-	pthread_attr_destroy(&attr);
-	return -ret;
-}
-
-/* The caller waits for its threads, reporting progress, maybe cancelling */
-static void mpl_monitor(struct mpl_job *job, struct mpl_progress *progress)
-{
-	pthread_mutex_lock(&job->lock);
-	while (job->running) {
-		struct timespec ts;
-
-		mpl_progress_deadline(&ts);
-		pthread_cond_timedwait(&job->cond, &job->lock, &ts);
-		if (!job->running)
-			break;
-		pthread_mutex_unlock(&job->lock);
-		if (mpl_progress_report(progress,
-				__atomic_load_n(&job->bytes_done,
-						__ATOMIC_RELAXED)))
-			__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&job->lock);
-	}
-	pthread_mutex_unlock(&job->lock);
-}
-
-/* Runs the planned threads; 0 or -errno if they could not all start */
-static int mpl_run_threads(struct mpl_job *job, struct mpl_thread *threads,
-			   struct mpl_progress *progress)
-{
-	unsigned int n = job->plan.nthreads, started = 0, i;
-	int ret = 0;
-
-	for (i = 0; i < n; i++) {
-		ret = mpl_start_thread(job, &threads[i], i);
-		if (ret)
-			break;
-		started++;
-	}
-
-	pthread_mutex_lock(&job->lock);
-	if (ret)	/* could not start them all: start none */
-		job->cancelled = 1;
-	job->running = started;
-	job->go = true;
-	pthread_cond_broadcast(&job->cond);
-	pthread_mutex_unlock(&job->lock);
-
-	mpl_monitor(job, progress);
-	for (i = 0; i < started; i++)
-		pthread_join(threads[i].tid, NULL);
-	return ret;
-}
-
-/* The end of what is populated from the start of the range */
-static size_t mpl_populated(struct mpl_job *job)
-{
-	const struct mpl_plan *plan = &job->plan;
-	size_t i, start;
-
-	for (i = 0; i < plan->nchunks && job->done[i]; i++)
-		;
-	if (i == plan->nchunks)
-		return plan->len < job->stop_at ? plan->len : job->stop_at;
-	start = mpl_chunk_start(plan, i);
-	/* The first incomplete chunk holds the lowest failure, or never ran */
-	if (job->stop_at > start && job->stop_at < mpl_chunk_end(plan, i))
-		return job->stop_at;
-	return start < job->stop_at ? start : job->stop_at;
+	mpl_work(job, thread, job->plan.thread_node[thread], NULL);
 }
 
 /*
  * MADV_POPULATE_WRITE came with Linux 5.14; an advice the kernel does not
  * know fails with EINVAL before the range is looked at. Without it (and
- * without the module) memprepop_populate() fails with -EOPNOTSUPP rather
- * than touching every page itself: that needs SIGBUS and SIGSEGV handlers
- * to turn a failed fault into an error, and a library cannot own those
- * process-wide handlers (QEMU has its own SIGBUS handler for memory errors).
+ * without the module) the call fails with -EOPNOTSUPP rather than touching
+ * every page itself: that needs SIGBUS and SIGSEGV handlers to turn a failed
+ * fault into an error, and a library cannot own those process-wide
+ * handlers (QEMU has its own SIGBUS handler for memory errors).
  */
 bool mpl_fallback_supported(void)
 {
 	return madvise(NULL, 0, MADV_POPULATE_WRITE) == 0;
 }
 
-/* Threads, or the caller alone, each with its scratch counts */
-static struct mpl_thread *mpl_threads_alloc(struct mpl_job *job)
+void mpl_fallback_free(struct mpl_job *job)
 {
-	unsigned int n = job->plan.nthreads ? job->plan.nthreads : 1, i;
-	struct mpl_thread *threads = calloc(n, sizeof(*threads));
+	if (job->own_pool)
+		mpl_pool_free(job->pool);
+	mpl_plan_free(&job->plan);
+	free(job->claimed);
+	free(job->done);
+	free(job->stop_at);
+	free(job->err);
+	free(job->counts);
+	pthread_mutex_destroy(&job->lock);
+	free(job);
+}
 
-	if (!threads)
-		return NULL;
-	if (job->node_pages) {
-		threads[0].counts = calloc((size_t)n * job->nr_nodes,
-					   sizeof(uint64_t));
-		if (!threads[0].counts) {
-			free(threads);
-			return NULL;
+/**
+ * mpl_fallback_start() - plan a request and start its threads
+ * @jobp: set to the job, for mpl_fallback_wait()
+ * @pool: the threads to use, or NULL for threads of this job's own
+ * @req: the request, kept by the caller until the job is waited for
+ * @background: the caller will not take part: at least one thread
+ *
+ * Return: the number of threads started (0: the caller does it all when it
+ * waits; in the background, there was nothing to do), or -errno with
+ * nothing done. Free the job with mpl_fallback_free() once waited for.
+ */
+int mpl_fallback_start(struct mpl_job **jobp, struct mpl_pool *pool,
+		       struct mpl_req *req, bool background)
+{
+	struct mpl_job *job = calloc(1, sizeof(*job));
+	unsigned int r, nthreads;
+	int ret;
+
+	if (!job)
+		return -ENOMEM;
+	pthread_mutex_init(&job->lock, NULL);
+	job->req = req;
+	job->pool = pool;
+	job->page_size = sysconf(_SC_PAGESIZE);
+	job->t0 = mpl_now_ns();
+	/* No page is on a node beyond the possible ones */
+	if (req->node_pages)
+		job->nr_nodes = req->opts.nr_nodes < mpl_possible_nodes() ?
+				req->opts.nr_nodes : mpl_possible_nodes();
+	ret = mpl_plan_make(&job->plan, req->work, req->nr,
+			    req->opts.max_threads, background);
+	if (ret)
+		goto fail;
+	nthreads = job->plan.nthreads;
+	ret = -ENOMEM;
+	job->claimed = calloc(job->plan.nchunks + 1, 1);
+	job->done = calloc(job->plan.nchunks + 1, 1);
+	job->stop_at = calloc(req->nr + 1, sizeof(*job->stop_at));
+	job->err = calloc(req->nr + 1, sizeof(*job->err));
+	job->counts = calloc((size_t)(nthreads ? nthreads : 1) *
+			     (job->nr_nodes ? job->nr_nodes : 1),
+			     sizeof(*job->counts));
+	if (!job->claimed || !job->done || !job->stop_at || !job->err ||
+	    !job->counts)
+		goto fail;
+	for (r = 0; r < req->nr; r++)
+		job->stop_at[r] = req->work[r].len;
+
+	if (nthreads && !pool) {
+		ret = mpl_pool_new(&job->pool, -1);
+		if (ret)
+			goto fail;
+		job->own_pool = true;
+	}
+	if (nthreads) {
+		ret = mpl_pool_start(job->pool, &job->plan, mpl_thread_fn, job);
+		if (ret)
+			goto fail;
+	}
+	*jobp = job;
+	return nthreads;
+fail:
+	mpl_fallback_free(job);
+	return ret;
+}
+
+void mpl_fallback_cancel(struct mpl_job *job)
+{
+	__atomic_store_n(&job->cancelled, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t mpl_fallback_done(struct mpl_job *job)
+{
+	return __atomic_load_n(&job->bytes_done, __ATOMIC_RELAXED);
+}
+
+/* True when mpl_fallback_wait() would not wait for threads */
+bool mpl_fallback_finished(struct mpl_job *job)
+{
+	return !job->plan.nthreads || mpl_pool_done(job->pool);
+}
+
+struct mpl_tick {
+	struct mpl_job *job;
+	struct mpl_progress *progress;
+};
+
+/* The caller, waiting for the threads: progress, maybe a cancel */
+static void mpl_tick(void *arg)
+{
+	struct mpl_tick *t = arg;
+
+	if (mpl_progress_report(t->progress, mpl_fallback_done(t->job)))
+		mpl_fallback_cancel(t->job);
+}
+
+/* Range @r's populated and error, from its chunks */
+static void mpl_range_result(struct mpl_job *job, unsigned int r)
+{
+	const struct mpl_plan *plan = &job->plan;
+	struct memprepop_range *w = &job->req->work[r];
+	size_t i = plan->first[r], last = plan->first[r + 1];
+	size_t stop = job->stop_at[r], populated;
+
+	while (i < last && job->done[i])
+		i++;
+	if (i == last) {
+		populated = w->len < stop ? w->len : stop;
+	} else {
+		size_t start = plan->chunks[i].start;
+
+		/* The first incomplete chunk holds the lowest failure, or
+		 * never ran (cancelled) */
+		if (stop > start && stop < plan->chunks[i].end)
+			populated = stop;
+		else
+			populated = start < stop ? start : stop;
+	}
+	w->populated = populated;
+	if (populated == w->len)
+		w->error = 0;
+	else if (populated == stop && job->err[r])
+		w->error = job->err[r];
+	else
+		w->error = -ECANCELED;
+}
+
+/**
+ * mpl_fallback_wait() - wait for a job and write its outcome
+ * @job: from mpl_fallback_start()
+ * @progress: the caller's callback (the caller waits), or NULL
+ * @res: its workers and time (start to last thread's end), or NULL
+ *
+ * With no thread started, the caller does the work itself here. Each work
+ * range's populated and error are written.
+ *
+ * Return: 0, or the -errno of counting the nodes (the call's, not a range's).
+ */
+int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
+		      struct memprepop_result *res)
+{
+	struct mpl_tick tick = { job, progress };
+	unsigned int r;
+
+	if (job->plan.nthreads) {
+		mpl_pool_wait(job->pool, progress && progress->fn ?
+			      mpl_tick : NULL, &tick);
+		if (res) {
+			res->workers = job->plan.nthreads;
+			res->nsecs = mpl_pool_done_ns(job->pool) - job->t0;
+		}
+	} else {
+		/* Not worth a thread: the caller's own faults, its placement */
+		mpl_work(job, 0, -1, progress);
+		if (res) {
+			res->workers = 1;
+			res->nsecs = mpl_now_ns() - job->t0;
 		}
 	}
-	for (i = 0; i < n; i++) {
-		threads[i].job = job;
-		threads[i].node = -1;
-		if (job->node_pages)
-			threads[i].counts = threads[0].counts +
-					    (size_t)i * job->nr_nodes;
-	}
-	return threads;
+	for (r = 0; r < job->req->nr; r++)
+		mpl_range_result(job, r);
+	return job->stats_err;
 }
 
-static void mpl_threads_free(struct mpl_thread *threads)
-{
-	if (threads)
-		free(threads[0].counts);
-	free(threads);
-}
-
-int mpl_fallback_populate(void *addr, size_t len,
-			  const struct memprepop_opts *opts,
+/* A synchronous request: threads of @pool, or its own, or the caller's */
+int mpl_fallback_populate(struct mpl_pool *pool, struct mpl_req *req,
 			  struct memprepop_result *res,
 			  struct mpl_progress *progress)
 {
-	struct mpl_job job = {
-		.page_size = sysconf(_SC_PAGESIZE),
-		.lock = PTHREAD_MUTEX_INITIALIZER,
-		.cond = PTHREAD_COND_INITIALIZER,
-		.stop_at = len,
-		.node_pages = opts->node_pages,
-	};
-	struct mpl_thread *threads = NULL;
+	struct mpl_job *job;
 	int ret;
 
-	/* No page is on a node beyond the possible ones */
-	if (job.node_pages)
-		job.nr_nodes = opts->nr_nodes < mpl_possible_nodes() ?
-			       opts->nr_nodes : mpl_possible_nodes();
-	ret = mpl_plan_make(&job.plan, addr, len, opts->max_threads);
-	if (ret)
-		goto out;
-	job.claimed = calloc(job.plan.nchunks, 1);
-	job.done = calloc(job.plan.nchunks, 1);
-	threads = mpl_threads_alloc(&job);
-	ret = -ENOMEM;
-	if (!job.claimed || !job.done || !threads)
-		goto out;
-
-	if (job.plan.nthreads) {
-		ret = mpl_run_threads(&job, threads, progress);
-		if (ret)
-			goto out;
-		res->workers = job.plan.nthreads;
-	} else {
-		/* Not worth a thread: the caller's own faults, its placement */
-		mpl_work(&job, threads, progress);
-		res->workers = 1;
-	}
-
-	res->populated = mpl_populated(&job);
-	if (res->populated < len)
-		ret = job.err ? job.err : -ECANCELED;
-	else
-		ret = job.stats_err;
-out:
-	mpl_threads_free(threads);
-	free(job.claimed);
-	free(job.done);
-	mpl_plan_free(&job.plan);
+	ret = mpl_fallback_start(&job, pool, req, false);
+	if (ret < 0)
+		return ret;
+	ret = mpl_fallback_wait(job, progress, res);
+	mpl_fallback_free(job);
 	return ret;
 }

@@ -44,35 +44,132 @@ void mpl_progress_init(struct mpl_progress *p,
 bool mpl_progress_report(struct mpl_progress *p, uint64_t done);
 void mpl_progress_final(struct mpl_progress *p, uint64_t done);
 
+/*
+ * populate.c: a call as the backends take it. The work is the caller's
+ * ranges that are to be populated (valid, not empty, locked if asked), in
+ * index order, in the module's format: len rounded up to pages, populated
+ * and error written by the backend.
+ */
+struct mpl_req {
+	struct memprepop_opts opts;	/* the caller's, copied */
+	struct memprepop_range *work;
+	unsigned int *index;		/* per work entry: caller's index */
+	unsigned int nr;		/* work entries */
+	uint64_t total;			/* bytes of the work */
+	/* opts.nr_nodes entries each, or NULL: the call's counts, scratch */
+	uint64_t *node_pages;
+	uint64_t *batch_pages;
+};
+
+int mpl_opts_copy(struct memprepop_opts *dst,
+		  const struct memprepop_opts *opts);
+void mpl_result_copy(struct memprepop_result *res,
+		     const struct memprepop_result *ours);
+int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
+		    unsigned int nr, const struct memprepop_opts *opts);
+void mpl_req_lock(struct mpl_req *req, struct memprepop_range *ranges);
+uint64_t mpl_req_populated(const struct mpl_req *req);
+int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
+		   unsigned int nr, struct memprepop_result *res, int call_err);
+void mpl_req_free(struct mpl_req *req);
+int mpl_call(int (*fn)(void *arg, struct memprepop_range *ranges,
+		       unsigned int nr, const struct memprepop_opts *opts,
+		       struct memprepop_result *res),
+	     void *arg, struct memprepop_range *ranges, unsigned int nr,
+	     const struct memprepop_opts *opts, struct memprepop_result *res);
+
 /* device.c: the cached /dev/memprepop descriptor, or -errno */
 int mpl_device_fd(void);
-int mpl_device_populate(int fd, void *addr, size_t len,
-			const struct memprepop_opts *opts,
-			struct memprepop_result *res,
-			struct mpl_progress *progress);
+int mpl_device_open(void);
+int mpl_device_info(int fd, struct memprepop_info *info);
 
-/* plan.c: where the fallback's threads run and which chunks each takes */
+/*
+ * A request to the module: its work in batches of what one ioctl takes,
+ * one after the other. Everything the module writes to is in here, for a
+ * background batch to find it in place when it is reaped.
+ */
+struct mpl_dev {
+	int fd;
+	struct mpl_req *req;
+	unsigned int batch;		/* ranges one ioctl takes */
+	unsigned int next;		/* first work entry not yet issued */
+	unsigned int cur, cur_n;	/* the batch in flight */
+	struct memprepop_populate kreq;
+	struct memprepop_control control;
+	uint64_t base;			/* atomic: bytes of batches done */
+	int stop;			/* atomic: why no batch follows */
+	uint32_t workers;
+	uint64_t nsecs;
+};
+
+void mpl_dev_init(struct mpl_dev *d, int fd, const struct memprepop_info *info,
+		  struct mpl_req *req);
+int mpl_dev_run(struct mpl_dev *d, struct mpl_progress *progress);
+int mpl_dev_start(struct mpl_dev *d);
+int mpl_dev_reap(struct mpl_dev *d, bool nohang);
+int mpl_dev_outcome(const struct mpl_dev *d);
+uint64_t mpl_dev_done(struct mpl_dev *d);
+void mpl_dev_cancel(struct mpl_dev *d);
+
+/*
+ * plan.c: where the fallback's threads run and which chunks each takes.
+ * Chunks are cut range by range, in address order; each names the set of
+ * nodes whose threads take it (any libnuma node number).
+ */
+struct mpl_chunk {
+	unsigned int range;	/* work entry */
+	unsigned int set;	/* plan->sets[]: whose threads take it */
+	size_t start, end;	/* offsets in the range */
+};
+
 struct mpl_plan {
-	char *base;
-	size_t len;
-	size_t chunk_size;
 	size_t nchunks;
-	uint64_t *served;	/* per chunk: nodes whose threads take it */
+	struct mpl_chunk *chunks;
+	size_t *first;		/* per range: first chunk; [nr]: nchunks */
+	unsigned int nsets;
+	struct bitmask **sets;	/* a NULL set: any thread */
 	unsigned int nthreads;
 	int *thread_node;	/* per thread: its node, -1 for anywhere */
 	cpu_set_t *thread_cpus;	/* per thread: the CPUs it may run on */
+	/* The caller's task policy, for threads that did not inherit it */
+	int task_mode;		/* -1: none to copy (no NUMA) */
+	struct bitmask *task_nodes;
 };
 
-int mpl_plan_make(struct mpl_plan *plan, char *base, size_t len,
-		  unsigned int max_threads);
+int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
+		  unsigned int nr, unsigned int max_threads, bool need_thread);
 void mpl_plan_free(struct mpl_plan *plan);
-size_t mpl_chunk_start(const struct mpl_plan *plan, size_t index);
-size_t mpl_chunk_end(const struct mpl_plan *plan, size_t index);
+bool mpl_plan_serves(const struct mpl_plan *plan, size_t chunk, int node);
+
+/*
+ * pool.c: threads that stay. Each job runs fn(arg, i) on threads [0, n) of
+ * a plan, each pinned to its CPUs and given the caller's task policy first;
+ * all are created before any job starts.
+ */
+struct mpl_pool;
+
+int mpl_pool_new(struct mpl_pool **pool, int efd);
+void mpl_pool_free(struct mpl_pool *pool);
+void mpl_pool_forget(struct mpl_pool *pool);
+int mpl_pool_start(struct mpl_pool *pool, const struct mpl_plan *plan,
+		   void (*fn)(void *arg, unsigned int thread), void *arg);
+bool mpl_pool_done(struct mpl_pool *pool);
+void mpl_pool_wait(struct mpl_pool *pool, void (*tick)(void *arg), void *arg);
+uint64_t mpl_pool_done_ns(struct mpl_pool *pool);
 
 /* fallback.c: threads issuing MADV_POPULATE_WRITE */
+struct mpl_job;
+
 bool mpl_fallback_supported(void);
-int mpl_fallback_populate(void *addr, size_t len,
-			  const struct memprepop_opts *opts,
+int mpl_fallback_start(struct mpl_job **job, struct mpl_pool *pool,
+		       struct mpl_req *req, bool background);
+int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
+		      struct memprepop_result *res);
+void mpl_fallback_cancel(struct mpl_job *job);
+bool mpl_fallback_finished(struct mpl_job *job);
+void mpl_fallback_free(struct mpl_job *job);
+uint64_t mpl_fallback_done(struct mpl_job *job);
+int mpl_fallback_populate(struct mpl_pool *pool, struct mpl_req *req,
 			  struct memprepop_result *res,
 			  struct mpl_progress *progress);
 

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * libmemprepop: the fallback's placement plan, the module's (kmod/policy.c,
- * kmod/workers.c) done from user space.
+ * kmod/workers.c) done from user space, for one or many ranges.
  *
- * The range is cut into chunks at 32 MiB boundaries. Each chunk's pages go
+ * Each range is cut into chunks at 32 MiB boundaries. Each chunk's pages go
  * to the nodes of its policy: the VMA's (get_mempolicy(MPOL_F_ADDR), which
  * also reads a shmem file's policy at that offset), else the caller's task
- * policy, which the threads inherit, else the caller's node. Each node gets
- * threads on the caller's allowed CPUs there, one per CPU and per 64 MiB of
- * its share at most; a node with memory but without such CPUs is served by
- * the nearest node that has them.
+ * policy, which the threads are given, else the caller's node. Each node
+ * gets threads on the caller's allowed CPUs there, one per CPU and per
+ * 64 MiB of its share of all the ranges at most; a node with memory but
+ * without such CPUs is served by the nearest node that has them. Node sets
+ * are libnuma bitmasks, one per distinct policy, so any node number works.
  */
 #include <errno.h>
 #include <numa.h>
@@ -23,73 +24,60 @@
 #define MPL_CHUNK		(32UL << 20)
 /* No thread is started for less than this much of a node's memory */
 #define MPL_MIN_PER_THREAD	(64UL << 20)
-/* Nodes the plan knows: those a uint64_t mask holds */
-#define MPL_NODES		64
 
 /* MPOL_F_STATIC_NODES, MPOL_F_RELATIVE_NODES, MPOL_F_NUMA_BALANCING */
 #define MPL_MPOL_MODE_FLAGS	(0x7 << 13)
 #ifndef MPOL_PREFERRED_MANY
 #define MPOL_PREFERRED_MANY	5
 #endif
+#ifndef MPOL_WEIGHTED_INTERLEAVE
+#define MPOL_WEIGHTED_INTERLEAVE	6
+#endif
 
 struct mpl_numa {
-	int max_node;
+	int nnodes;			/* numa_max_node() + 1 */
 	int caller_node;
-	cpu_set_t cpus[MPL_NODES];	/* the caller's allowed CPUs per node */
-	unsigned int ncpus[MPL_NODES];
+	cpu_set_t *cpus;		/* per node: the caller's CPUs there */
+	unsigned int *ncpus;
 	struct bitmask *mask;		/* scratch, for get_mempolicy() */
-	int task_mode;
-	uint64_t task_nodes;
 };
 
-size_t mpl_chunk_start(const struct mpl_plan *plan, size_t index)
+bool mpl_plan_serves(const struct mpl_plan *plan, size_t chunk, int node)
 {
-	uintptr_t base = (uintptr_t)plan->base;
-	uintptr_t first = base & ~(plan->chunk_size - 1);
-	uintptr_t start = first + index * plan->chunk_size;
+	const struct bitmask *set = plan->sets[plan->chunks[chunk].set];
 
-	return (start < base ? base : start) - base;
-}
-
-size_t mpl_chunk_end(const struct mpl_plan *plan, size_t index)
-{
-	return index + 1 < plan->nchunks ? mpl_chunk_start(plan, index + 1) :
-					   plan->len;
-}
-
-static uint64_t mpl_mask_bits(const struct bitmask *mask, int max_node)
-{
-	uint64_t bits = 0;
-	int n;
-
-	for (n = 0; n <= max_node && n < MPL_NODES; n++)
-		if (numa_bitmask_isbitset(mask, n))
-			bits |= 1ull << n;
-	return bits;
+	return node < 0 || !set || numa_bitmask_isbitset(set, node);
 }
 
 /* The nodes a policy places pages on, as the caller's own fault would */
-static uint64_t mpl_policy_nodes(const struct mpl_numa *nm, int mode,
-				 uint64_t nodes)
+static void mpl_policy_nodes(const struct mpl_numa *nm, int mode,
+			     const struct bitmask *nodes, struct bitmask *out)
 {
+	numa_bitmask_clearall(out);
 	mode &= ~MPL_MPOL_MODE_FLAGS;
 	if ((mode == MPOL_BIND || mode == MPOL_INTERLEAVE ||
-	     mode == MPOL_PREFERRED || mode == MPOL_PREFERRED_MANY) && nodes)
-		return nodes;
-	return 1ull << nm->caller_node;
+	     mode == MPOL_PREFERRED || mode == MPOL_PREFERRED_MANY ||
+	     mode == MPOL_WEIGHTED_INTERLEAVE) && numa_bitmask_weight(nodes))
+		copy_bitmask_to_bitmask((struct bitmask *)nodes, out);
+	else
+		numa_bitmask_setbit(out, nm->caller_node);
 }
 
-static uint64_t mpl_chunk_nodes(struct mpl_numa *nm, char *addr)
+static void mpl_chunk_nodes(struct mpl_numa *nm, const struct mpl_plan *plan,
+			    char *addr, struct bitmask *out)
 {
 	int mode;
 
 	if (get_mempolicy(&mode, nm->mask->maskp, nm->mask->size + 1, addr,
-			  MPOL_F_ADDR))
-		return 1ull << nm->caller_node;	/* a hole: it fails anyway */
-	if (mode == MPOL_DEFAULT)
-		return mpl_policy_nodes(nm, nm->task_mode, nm->task_nodes);
-	return mpl_policy_nodes(nm, mode, mpl_mask_bits(nm->mask,
-							nm->max_node));
+			  MPOL_F_ADDR)) {
+		/* A hole: it fails anyway */
+		numa_bitmask_clearall(out);
+		numa_bitmask_setbit(out, nm->caller_node);
+	} else if (mode == MPOL_DEFAULT) {
+		mpl_policy_nodes(nm, plan->task_mode, plan->task_nodes, out);
+	} else {
+		mpl_policy_nodes(nm, mode, nm->mask, out);
+	}
 }
 
 /* The node nearest to @node among those with a non-zero @count */
@@ -98,7 +86,7 @@ static int mpl_nearest(const struct mpl_numa *nm, int node,
 {
 	int best = -1, n;
 
-	for (n = 0; n <= nm->max_node; n++) {
+	for (n = 0; n < nm->nnodes; n++) {
 		if (!count[n])
 			continue;
 		if (best < 0 ||
@@ -108,22 +96,30 @@ static int mpl_nearest(const struct mpl_numa *nm, int node,
 	return best;
 }
 
-static uint64_t mpl_serve(const struct mpl_numa *nm, uint64_t nodes,
-			  const unsigned int *count)
+/* @out: the nodes whose threads serve pages of @nodes */
+static void mpl_serve(const struct mpl_numa *nm, const struct bitmask *nodes,
+		      const unsigned int *count, struct bitmask *out)
 {
-	uint64_t served = 0;
 	int n;
 
-	for (n = 0; n <= nm->max_node; n++) {
+	numa_bitmask_clearall(out);
+	for (n = 0; n < nm->nnodes; n++) {
 		int by;
 
-		if (!(nodes & (1ull << n)))
+		if (!numa_bitmask_isbitset(nodes, n))
 			continue;
 		by = count[n] ? n : mpl_nearest(nm, n, count);
 		if (by >= 0)
-			served |= 1ull << by;
+			numa_bitmask_setbit(out, by);
 	}
-	return served;
+}
+
+static void mpl_numa_free(struct mpl_numa *nm)
+{
+	if (nm->mask)
+		numa_bitmask_free(nm->mask);
+	free(nm->cpus);
+	free(nm->ncpus);
 }
 
 static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
@@ -132,19 +128,20 @@ static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
 	int n, cpu;
 
 	memset(nm, 0, sizeof(*nm));
-	nm->max_node = numa_max_node();
-	if (nm->max_node >= MPL_NODES)
-		nm->max_node = MPL_NODES - 1;
+	nm->nnodes = numa_max_node() + 1;
 	nm->caller_node = numa_node_of_cpu(sched_getcpu());
-	if (nm->caller_node < 0 || nm->caller_node > nm->max_node)
+	if (nm->caller_node < 0 || nm->caller_node >= nm->nnodes)
 		nm->caller_node = 0;
 	nm->mask = numa_allocate_nodemask();
+	nm->cpus = calloc(nm->nnodes, sizeof(*nm->cpus));
+	nm->ncpus = calloc(nm->nnodes, sizeof(*nm->ncpus));
 	cpus = numa_allocate_cpumask();
-	if (!nm->mask || !cpus) {
-		numa_bitmask_free(cpus);
+	if (!nm->mask || !nm->cpus || !nm->ncpus || !cpus) {
+		if (cpus)
+			numa_bitmask_free(cpus);
 		return -ENOMEM;
 	}
-	for (n = 0; n <= nm->max_node; n++) {
+	for (n = 0; n < nm->nnodes; n++) {
 		CPU_ZERO(&nm->cpus[n]);
 		if (numa_node_to_cpus(n, cpus))
 			continue;
@@ -155,31 +152,37 @@ static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
 		nm->ncpus[n] = CPU_COUNT(&nm->cpus[n]);
 	}
 	numa_bitmask_free(cpus);
-	if (get_mempolicy(&nm->task_mode, nm->mask->maskp, nm->mask->size + 1,
-			  NULL, 0))
-		nm->task_mode = MPOL_DEFAULT;
-	nm->task_nodes = mpl_mask_bits(nm->mask, nm->max_node);
 	return 0;
 }
 
 /*
  * Threads per node: as many as the caller's CPUs there and the node's share
  * allow, cut down to @max_threads keeping one on as many nodes as possible.
+ * With @need_thread, at least one, on the node with the most to do.
  */
 static unsigned int mpl_count_threads(const struct mpl_numa *nm,
 				      const uint64_t *demand,
 				      unsigned int max_threads,
-				      unsigned int *per_node)
+				      bool need_thread, unsigned int *per_node)
 {
 	unsigned int total = 0;
 	uint64_t sum = 0;
-	int n;
+	int n, most = -1;
 
-	for (n = 0; n <= nm->max_node; n++)
+	for (n = 0; n < nm->nnodes; n++) {
 		sum += demand[n];
-	if (sum < MPL_MIN_PER_THREAD)
+		if (demand[n] && (most < 0 || demand[n] > demand[most]))
+			most = n;
+	}
+	if (sum < MPL_MIN_PER_THREAD) {
+		/* Demand is only ever on nodes with CPUs: most has some */
+		if (need_thread && most >= 0) {
+			per_node[most] = 1;
+			return 1;
+		}
 		return 0;
-	for (n = 0; n <= nm->max_node; n++) {
+	}
+	for (n = 0; n < nm->nnodes; n++) {
 		uint64_t want = (demand[n] + MPL_MIN_PER_THREAD - 1) /
 				MPL_MIN_PER_THREAD;
 
@@ -187,9 +190,8 @@ static unsigned int mpl_count_threads(const struct mpl_numa *nm,
 		total += per_node[n];
 	}
 	while (max_threads && total > max_threads) {
-		int most = -1;
-
-		for (n = 0; n <= nm->max_node; n++) {
+		most = -1;
+		for (n = 0; n < nm->nnodes; n++) {
 			if (!per_node[n])
 				continue;
 			if (most < 0 || per_node[n] > per_node[most] ||
@@ -203,102 +205,157 @@ static unsigned int mpl_count_threads(const struct mpl_numa *nm,
 	return total;
 }
 
-/* Without NUMA: threads anywhere the caller may run */
+static int mpl_threads_alloc(struct mpl_plan *plan, unsigned int n)
+{
+	plan->nthreads = n;
+	plan->thread_node = calloc(n + 1, sizeof(*plan->thread_node));
+	plan->thread_cpus = calloc(n + 1, sizeof(*plan->thread_cpus));
+	return plan->thread_node && plan->thread_cpus ? 0 : -ENOMEM;
+}
+
+/* Without NUMA: threads anywhere the caller may run, any chunk theirs */
 static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
-			 unsigned int max_threads)
+			 uint64_t total, unsigned int max_threads,
+			 bool need_thread)
 {
 	unsigned int n = CPU_COUNT(allowed), i;
-	size_t by_size = plan->len / MPL_MIN_PER_THREAD;
+	uint64_t by_size = total / MPL_MIN_PER_THREAD;
 
 	if (max_threads && max_threads < n)
 		n = max_threads;
 	if (by_size < n)
 		n = by_size;
-	plan->nthreads = n;
-	plan->thread_node = calloc(n ? n : 1, sizeof(*plan->thread_node));
-	plan->thread_cpus = calloc(n ? n : 1, sizeof(*plan->thread_cpus));
-	if (!plan->thread_node || !plan->thread_cpus)
+	if (!n && need_thread && plan->nchunks)
+		n = 1;
+	plan->nsets = 1;
+	plan->sets = calloc(1, sizeof(*plan->sets));
+	if (!plan->sets || mpl_threads_alloc(plan, n))
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		plan->thread_node[i] = -1;
 		plan->thread_cpus[i] = *allowed;
 	}
-	for (i = 0; i < plan->nchunks; i++)
-		plan->served[i] = ~0ull;
 	return 0;
 }
 
-/**
- * mpl_plan_make() - plan the fallback's threads and chunks
- * @plan: filled; free it with mpl_plan_free()
- * @base: the range
- * @len: its length
- * @max_threads: most threads, 0 for no limit
- *
- * Return: 0 or -errno. plan->nthreads is 0 when the range is too small for a
- * thread: the caller then populates it itself.
- */
-int mpl_plan_make(struct mpl_plan *plan, char *base, size_t len,
-		  unsigned int max_threads)
+/* Cuts the ranges into chunks at MPL_CHUNK boundaries, range by range */
+static int mpl_plan_chunks(struct mpl_plan *plan,
+			   const struct memprepop_range *work, unsigned int nr)
 {
-	unsigned int per_node[MPL_NODES] = { 0 }, cpus_count[MPL_NODES];
-	uint64_t demand[MPL_NODES] = { 0 }, *nodes = NULL;
-	struct mpl_numa *nm = NULL;
-	cpu_set_t allowed;
-	unsigned int t = 0;
-	size_t i;
-	int n, ret;
+	size_t n = 0, c = 0;
+	unsigned int r;
 
-	memset(plan, 0, sizeof(*plan));
-	plan->base = base;
-	plan->len = len;
-	plan->chunk_size = MPL_CHUNK;
-	plan->nchunks = (((uintptr_t)base + len + MPL_CHUNK - 1) / MPL_CHUNK) -
-			((uintptr_t)base / MPL_CHUNK);
-	plan->served = calloc(plan->nchunks, sizeof(*plan->served));
-	if (!plan->served)
+	for (r = 0; r < nr; r++)
+		n += (work[r].addr + work[r].len + MPL_CHUNK - 1) / MPL_CHUNK -
+		     work[r].addr / MPL_CHUNK;
+	plan->chunks = calloc(n + 1, sizeof(*plan->chunks));
+	plan->first = calloc(nr + 1, sizeof(*plan->first));
+	if (!plan->chunks || !plan->first)
 		return -ENOMEM;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		return -errno;
-	if (numa_available() < 0)
-		return mpl_plan_flat(plan, &allowed, max_threads);
+	for (r = 0; r < nr; r++) {
+		uint64_t at = work[r].addr, end = at + work[r].len;
 
-	nm = malloc(sizeof(*nm));
-	nodes = calloc(plan->nchunks, sizeof(*nodes));
-	ret = -ENOMEM;
-	if (!nm || !nodes)
-		goto out;
-	ret = mpl_numa_init(nm, &allowed);
-	if (ret)
-		goto out;
+		plan->first[r] = c;
+		while (at < end) {
+			uint64_t next = (at / MPL_CHUNK + 1) * MPL_CHUNK;
 
-	for (n = 0; n <= nm->max_node; n++)
-		cpus_count[n] = nm->ncpus[n];
+			if (next > end)
+				next = end;
+			plan->chunks[c].range = r;
+			plan->chunks[c].start = at - work[r].addr;
+			plan->chunks[c].end = next - work[r].addr;
+			c++;
+			at = next;
+		}
+	}
+	plan->first[nr] = c;
+	plan->nchunks = c;
+	return 0;
+}
+
+/* The index of @nodes among plan->sets, added if new; -1 without memory */
+static int mpl_set_index(struct mpl_plan *plan, const struct bitmask *nodes,
+			 unsigned int *cap)
+{
+	unsigned int i;
+
+	for (i = plan->nsets; i--;)
+		if (numa_bitmask_equal(plan->sets[i], nodes))
+			return i;
+	if (plan->nsets == *cap) {
+		unsigned int more = *cap ? 2 * *cap : 4;
+		struct bitmask **sets = realloc(plan->sets,
+						more * sizeof(*sets));
+
+		if (!sets)
+			return -1;
+		plan->sets = sets;
+		*cap = more;
+	}
+	plan->sets[plan->nsets] = numa_allocate_nodemask();
+	if (!plan->sets[plan->nsets])
+		return -1;
+	copy_bitmask_to_bitmask((struct bitmask *)nodes,
+				plan->sets[plan->nsets]);
+	return plan->nsets++;
+}
+
+/* Threads per node from the nodes each chunk's pages go to */
+static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
+			 const struct memprepop_range *work,
+			 unsigned int max_threads, bool need_thread)
+{
+	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
+	uint64_t *demand = calloc(nm->nnodes, sizeof(*demand));
+	uint64_t *set_bytes = NULL;
+	struct bitmask *nodes = numa_allocate_nodemask();
+	struct bitmask *served = numa_allocate_nodemask();
+	unsigned int cap = 0, s, t = 0;
+	int n, set = -1, ret = -ENOMEM;
+	size_t i;
+
+	if (!per_node || !demand || !nodes || !served)
+		goto out;
+	/* The policies' node sets, one per distinct set (sets[] for now) */
 	for (i = 0; i < plan->nchunks; i++) {
-		size_t start = mpl_chunk_start(plan, i);
-		size_t end = mpl_chunk_end(plan, i);
+		struct mpl_chunk *c = &plan->chunks[i];
+
+		mpl_chunk_nodes(nm, plan, (char *)(uintptr_t)
+				(work[c->range].addr + c->start), nodes);
+		/* Runs of chunks mostly share one */
+		if (set < 0 || !numa_bitmask_equal(plan->sets[set], nodes))
+			set = mpl_set_index(plan, nodes, &cap);
+		if (set < 0)
+			goto out;
+		c->set = set;
+	}
+	/* Demand per node, as if every node with CPUs had threads */
+	set_bytes = calloc(plan->nsets + 1, sizeof(*set_bytes));
+	if (!set_bytes)
+		goto out;
+	for (i = 0; i < plan->nchunks; i++)
+		set_bytes[plan->chunks[i].set] += plan->chunks[i].end -
+						  plan->chunks[i].start;
+	for (s = 0; s < plan->nsets; s++) {
 		int weight;
 
-		nodes[i] = mpl_chunk_nodes(nm, base + start);
-		plan->served[i] = mpl_serve(nm, nodes[i], cpus_count);
-		weight = __builtin_popcountll(plan->served[i]);
-		for (n = 0; n <= nm->max_node && weight; n++)
-			if (plan->served[i] & (1ull << n))
-				demand[n] += (end - start) / weight;
+		mpl_serve(nm, plan->sets[s], nm->ncpus, served);
+		weight = numa_bitmask_weight(served);
+		for (n = 0; n < nm->nnodes && weight; n++)
+			if (numa_bitmask_isbitset(served, n))
+				demand[n] += set_bytes[s] / weight;
 	}
-
-	plan->nthreads = mpl_count_threads(nm, demand, max_threads, per_node);
-	ret = -ENOMEM;
-	plan->thread_node = calloc(plan->nthreads + 1,
-				   sizeof(*plan->thread_node));
-	plan->thread_cpus = calloc(plan->nthreads + 1,
-				   sizeof(*plan->thread_cpus));
-	if (!plan->thread_node || !plan->thread_cpus)
+	ret = mpl_threads_alloc(plan, mpl_count_threads(nm, demand,
+							max_threads,
+							need_thread, per_node));
+	if (ret)
 		goto out;
-	/* Nodes that lost their threads to the cap are served by others */
-	for (i = 0; i < plan->nchunks; i++)
-		plan->served[i] = mpl_serve(nm, nodes[i], per_node);
-	for (n = 0; n <= nm->max_node; n++) {
+	/* Now whose threads take each: nodes without threads are served */
+	for (s = 0; s < plan->nsets; s++) {
+		mpl_serve(nm, plan->sets[s], per_node, served);
+		copy_bitmask_to_bitmask(served, plan->sets[s]);
+	}
+	for (n = 0; n < nm->nnodes; n++) {
 		unsigned int k;
 
 		for (k = 0; k < per_node[n]; k++, t++) {
@@ -306,18 +363,82 @@ int mpl_plan_make(struct mpl_plan *plan, char *base, size_t len,
 			plan->thread_cpus[t] = nm->cpus[n];
 		}
 	}
-	ret = 0;
 out:
-	if (nm)
-		numa_bitmask_free(nm->mask);
-	free(nm);
-	free(nodes);
+	if (nodes)
+		numa_bitmask_free(nodes);
+	if (served)
+		numa_bitmask_free(served);
+	free(per_node);
+	free(demand);
+	free(set_bytes);
+	return ret;
+}
+
+/**
+ * mpl_plan_make() - plan the fallback's threads and chunks
+ * @plan: filled; free it with mpl_plan_free()
+ * @work: the ranges, lengths in whole pages
+ * @nr: entries of @work
+ * @max_threads: most threads, 0 for no limit
+ * @need_thread: at least one thread when there is anything to do (in the
+ *	background, the caller cannot do it itself)
+ *
+ * Reads the caller's CPUs and task policy as they are now.
+ *
+ * Return: 0 or -errno. plan->nthreads is 0 when the ranges are too small for
+ * a thread: the caller then populates them itself.
+ */
+int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
+		  unsigned int nr, unsigned int max_threads, bool need_thread)
+{
+	struct mpl_numa nm = { 0 };
+	cpu_set_t allowed;
+	uint64_t total = 0;
+	unsigned int r;
+	int ret;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->task_mode = -1;
+	ret = mpl_plan_chunks(plan, work, nr);
+	if (ret)
+		return ret;
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return -errno;
+	for (r = 0; r < nr; r++)
+		total += work[r].len;
+	if (numa_available() < 0)
+		return mpl_plan_flat(plan, &allowed, total, max_threads,
+				     need_thread);
+
+	ret = mpl_numa_init(&nm, &allowed);
+	plan->task_nodes = numa_allocate_nodemask();
+	if (!ret && !plan->task_nodes)
+		ret = -ENOMEM;
+	if (ret)
+		goto out;
+	if (get_mempolicy(&plan->task_mode, plan->task_nodes->maskp,
+			  plan->task_nodes->size + 1, NULL, 0)) {
+		plan->task_mode = MPOL_DEFAULT;
+		numa_bitmask_clearall(plan->task_nodes);
+	}
+	ret = mpl_plan_numa(plan, &nm, work, max_threads, need_thread);
+out:
+	mpl_numa_free(&nm);
 	return ret;
 }
 
 void mpl_plan_free(struct mpl_plan *plan)
 {
-	free(plan->served);
+	unsigned int i;
+
+	for (i = 0; i < plan->nsets; i++)
+		if (plan->sets[i])
+			numa_bitmask_free(plan->sets[i]);
+	if (plan->task_nodes)
+		numa_bitmask_free(plan->task_nodes);
+	free(plan->sets);
+	free(plan->chunks);
+	free(plan->first);
 	free(plan->thread_node);
 	free(plan->thread_cpus);
 	memset(plan, 0, sizeof(*plan));

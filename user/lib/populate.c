@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* libmemprepop: the public entry points, choosing a backend per call. */
+/*
+ * libmemprepop: the public populate calls, one range or many, and what every
+ * request goes through whatever runs it: the checks, the caller's ranges
+ * turned into work for a backend, locking, and the outcome written back.
+ */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -42,8 +47,8 @@ const char *memprepop_backend_name(int backend)
  * the first version, -E2BIG for a longer one whose tail we do not know and
  * is not zero.
  */
-static int mpl_opts_copy(struct memprepop_opts *dst,
-			 const struct memprepop_opts *opts)
+int mpl_opts_copy(struct memprepop_opts *dst,
+		  const struct memprepop_opts *opts)
 {
 	const unsigned char *tail = (const unsigned char *)opts;
 	size_t size, i;
@@ -67,8 +72,8 @@ static int mpl_opts_copy(struct memprepop_opts *dst,
  * The outcome into the caller's result, never past its @size: what we do
  * not know of a longer one is zeroed, @size itself is left as it is.
  */
-static void mpl_result_copy(struct memprepop_result *res,
-			    const struct memprepop_result *ours)
+void mpl_result_copy(struct memprepop_result *res,
+		     const struct memprepop_result *ours)
 {
 	size_t size = res->size, skip = sizeof(res->size);
 
@@ -78,70 +83,215 @@ static void mpl_result_copy(struct memprepop_result *res,
 		memset((char *)res + sizeof(*ours), 0, size - sizeof(*ours));
 }
 
-static int mpl_check_args(void *addr, size_t len,
-			  const struct memprepop_opts *opts)
+void mpl_req_free(struct mpl_req *req)
+{
+	free(req->work);
+	free(req->index);
+	free(req->node_pages);
+	memset(req, 0, sizeof(*req));
+}
+
+/*
+ * A range as madvise() checks it: page-aligned start, no wrap once rounded
+ * up. Its rounded length, or -EINVAL.
+ */
+static int64_t mpl_range_len(const struct memprepop_range *r, long page_size)
+{
+	if (r->addr % page_size || r->addr > UINTPTR_MAX ||
+	    r->len > UINTPTR_MAX - page_size ||
+	    r->addr + r->len < r->addr || r->addr + r->len > UINTPTR_MAX)
+		return -EINVAL;
+	return (r->len + page_size - 1) & ~(uint64_t)(page_size - 1);
+}
+
+/**
+ * mpl_req_prepare() - check a call and make its work
+ * @req: filled; free it with mpl_req_finish() or mpl_req_free()
+ * @ranges: the caller's; their outputs are reset, a range that madvise()
+ *	would refuse alone gets its -EINVAL
+ * @nr: entries of @ranges
+ * @opts: the options, copied already
+ *
+ * Return: 0, or -errno for the call, nothing written.
+ */
+int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
+		    unsigned int nr, const struct memprepop_opts *opts)
 {
 	long page_size = sysconf(_SC_PAGESIZE);
+	unsigned int i;
 
+	memset(req, 0, sizeof(*req));
+	req->opts = *opts;
 	if (opts->flags & ~MPL_OPT_FLAGS)
 		return -EINVAL;
 	if (!opts->node_pages != !opts->nr_nodes)
 		return -EINVAL;
-	/* As madvise() checks them, before mlock2() could lock anything */
-	if ((uintptr_t)addr % page_size)
+	if (nr && !ranges)
 		return -EINVAL;
-	if (len > SIZE_MAX - page_size || (uintptr_t)addr + len < (uintptr_t)addr)
-		return -EINVAL;
+	for (i = 0; i < nr; i++)
+		if (ranges[i].__reserved)
+			return -EINVAL;
+	req->work = calloc(nr + 1, sizeof(*req->work));
+	req->index = calloc(nr + 1, sizeof(*req->index));
+	if (opts->node_pages)
+		req->node_pages = calloc(2 * (size_t)opts->nr_nodes,
+					 sizeof(*req->node_pages));
+	if (!req->work || !req->index ||
+	    (opts->node_pages && !req->node_pages)) {
+		mpl_req_free(req);
+		return -ENOMEM;
+	}
+	if (opts->node_pages) {
+		req->batch_pages = req->node_pages + opts->nr_nodes;
+		memset(opts->node_pages, 0,
+		       opts->nr_nodes * sizeof(*opts->node_pages));
+	}
+	for (i = 0; i < nr; i++) {
+		int64_t len = mpl_range_len(&ranges[i], page_size);
+
+		ranges[i].populated = 0;
+		ranges[i].error = len < 0 ? len : 0;
+		if (len <= 0)
+			continue;
+		req->work[req->nr].addr = ranges[i].addr;
+		req->work[req->nr].len = len;
+		req->index[req->nr++] = i;
+		req->total += len;
+	}
 	return 0;
 }
 
-static int mpl_populate(void *addr, size_t len,
-			const struct memprepop_opts *opts,
+/*
+ * Lock-on-fault first: mlock2() does the RLIMIT_MEMLOCK check and the
+ * accounting, and each page is then locked as it is faulted in on the node
+ * its policy selects, never locked first and moved later. A range mlock2()
+ * refuses fails with its errno and leaves the work.
+ */
+void mpl_req_lock(struct mpl_req *req, struct memprepop_range *ranges)
+{
+	unsigned int i, kept = 0;
+
+	if (!(req->opts.flags & MEMPREPOP_OPT_LOCK))
+		return;
+	for (i = 0; i < req->nr; i++) {
+		struct memprepop_range *w = &req->work[i];
+
+		if (mlock2((void *)(uintptr_t)w->addr, w->len, MLOCK_ONFAULT)) {
+			ranges[req->index[i]].error = -errno;
+			req->total -= w->len;
+			continue;
+		}
+		req->work[kept] = *w;
+		req->index[kept++] = req->index[i];
+	}
+	req->nr = kept;
+}
+
+/* Bytes populated of the work so far, as the backend wrote them */
+uint64_t mpl_req_populated(const struct mpl_req *req)
+{
+	uint64_t sum = 0;
+	unsigned int i;
+
+	for (i = 0; i < req->nr; i++)
+		sum += req->work[i].populated;
+	return sum;
+}
+
+/**
+ * mpl_req_finish() - write the outcome to the caller, free the request
+ * @req: the request, its work done
+ * @ranges: the caller's, @nr of them
+ * @nr: entries of @ranges
+ * @res: the populated sum goes there
+ * @call_err: 0, or an error of the whole call (no threads, a cancel
+ *	between two module calls...): each work range that neither failed
+ *	nor completed fails with it, as it would have alone
+ *
+ * Return: the error of the first range, by index, that failed; else
+ * @call_err.
+ */
+int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
+		   unsigned int nr, struct memprepop_result *res,
+		   int call_err)
+{
+	uint64_t populated = 0;
+	unsigned int i;
+	int ret = 0;
+
+	for (i = 0; i < req->nr; i++) {
+		struct memprepop_range *w = &req->work[i];
+
+		if (call_err && !w->error && w->populated < w->len)
+			w->error = call_err;
+		ranges[req->index[i]].populated = w->populated;
+		ranges[req->index[i]].error = w->error;
+	}
+	for (i = 0; i < nr; i++) {
+		populated += ranges[i].populated;
+		if (!ret)
+			ret = ranges[i].error;
+	}
+	if (req->opts.node_pages)
+		memcpy(req->opts.node_pages, req->node_pages,
+		       req->opts.nr_nodes * sizeof(*req->node_pages));
+	res->populated = populated;
+	mpl_req_free(req);
+	return ret ? ret : call_err;
+}
+
+/* The one-shot calls: the cached descriptor, or threads of their own */
+static int mpl_populate(void *arg __attribute__((unused)),
+			struct memprepop_range *ranges,
+			unsigned int nr, const struct memprepop_opts *opts,
 			struct memprepop_result *res)
 {
-	long page_size = sysconf(_SC_PAGESIZE);
 	struct mpl_progress progress;
+	struct mpl_req req;
 	int fd = -ENODEV;
 	int ret;
 
-	ret = mpl_check_args(addr, len, opts);
+	ret = mpl_req_prepare(&req, ranges, nr, opts);
 	if (ret)
 		return ret;
-	len = (len + page_size - 1) & ~(size_t)(page_size - 1);
 	if (!(opts->flags & MEMPREPOP_OPT_FALLBACK))
 		fd = mpl_device_fd();
 	res->backend = fd >= 0 ? MEMPREPOP_BACKEND_MODULE :
 				 MEMPREPOP_BACKEND_FALLBACK;
-	if (opts->node_pages)
-		memset(opts->node_pages, 0,
-		       opts->nr_nodes * sizeof(*opts->node_pages));
-	if (!len)
-		return 0;
-	/* Before locking: an unsupported call leaves the range as it was */
+	if (!req.nr)
+		return mpl_req_finish(&req, ranges, nr, res, 0);
+	/* Before locking: an unsupported call leaves the ranges as they were */
 	if (fd < 0 && !mpl_fallback_supported())
-		return -EOPNOTSUPP;
-	mpl_progress_init(&progress, opts, len);
+		return mpl_req_finish(&req, ranges, nr, res, -EOPNOTSUPP);
+	mpl_req_lock(&req, ranges);
+	mpl_progress_init(&progress, opts, req.total);
 
-	/*
-	 * Lock-on-fault first: mlock2() does the RLIMIT_MEMLOCK check and the
-	 * accounting, and each page is then locked as it is faulted in on the
-	 * node its policy selects, never locked first and moved later.
-	 */
-	if ((opts->flags & MEMPREPOP_OPT_LOCK) &&
-	    mlock2(addr, len, MLOCK_ONFAULT))
-		return -errno;
+	if (fd >= 0) {
+		struct memprepop_info info;
+		struct mpl_dev d;
 
-	if (fd >= 0)
-		ret = mpl_device_populate(fd, addr, len, opts, res, &progress);
-	else
-		ret = mpl_fallback_populate(addr, len, opts, res, &progress);
-	mpl_progress_final(&progress, res->populated);
-	return ret;
+		ret = mpl_device_info(fd, &info);
+		if (!ret) {
+			mpl_dev_init(&d, fd, &info, &req);
+			ret = mpl_dev_run(&d, &progress);
+			res->workers = d.workers;
+		}
+	} else {
+		ret = mpl_fallback_populate(NULL, &req, res, &progress);
+	}
+	mpl_progress_final(&progress, mpl_req_populated(&req));
+	return mpl_req_finish(&req, ranges, nr, res, ret);
 }
 
-int memprepop_populate(void *addr, size_t len,
-		       const struct memprepop_opts *opts,
-		       struct memprepop_result *res)
+/*
+ * A populate call as the caller sees it: its structures checked and copied
+ * in, @fn run on our copies, the outcome copied out with the call's time.
+ */
+int mpl_call(int (*fn)(void *arg, struct memprepop_range *ranges,
+		       unsigned int nr, const struct memprepop_opts *opts,
+		       struct memprepop_result *res),
+	     void *arg, struct memprepop_range *ranges, unsigned int nr,
+	     const struct memprepop_opts *opts, struct memprepop_result *res)
 {
 	struct memprepop_result ours = { .size = sizeof(ours) };
 	struct memprepop_opts copy;
@@ -152,9 +302,28 @@ int memprepop_populate(void *addr, size_t len,
 		return -EINVAL;
 	ret = mpl_opts_copy(&copy, opts);
 	if (!ret)
-		ret = mpl_populate(addr, len, &copy, &ours);
+		ret = fn(arg, ranges, nr, &copy, &ours);
 	ours.nsecs = mpl_now_ns() - t0;
 	if (res)
 		mpl_result_copy(res, &ours);
 	return ret;
+}
+
+int memprepop_populate_ranges(struct memprepop_range *ranges, unsigned int nr,
+			      const struct memprepop_opts *opts,
+			      struct memprepop_result *res)
+{
+	return mpl_call(mpl_populate, NULL, ranges, nr, opts, res);
+}
+
+int memprepop_populate(void *addr, size_t len,
+		       const struct memprepop_opts *opts,
+		       struct memprepop_result *res)
+{
+	struct memprepop_range range = {
+		.addr = (uintptr_t)addr,
+		.len = len,
+	};
+
+	return memprepop_populate_ranges(&range, 1, opts, res);
 }
