@@ -131,6 +131,7 @@ struct mpl_plan {
 	unsigned int nthreads;
 	int *thread_node;	/* per thread: its node, -1 for anywhere */
 	cpu_set_t *thread_cpus;	/* per thread: the CPUs it may run on */
+	cpu_set_t allowed;	/* the caller's CPUs */
 	/* The caller's task policy, for threads that did not inherit it */
 	int task_mode;		/* -1: none to copy (no NUMA) */
 	struct bitmask *task_nodes;

@@ -404,6 +404,7 @@ int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		return ret;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		return -errno;
+	plan->allowed = allowed;
 	for (r = 0; r < nr; r++)
 		total += work[r].len;
 	if (numa_available() < 0)

@@ -6,7 +6,8 @@
  * before the job starts (creating one maps its stack under mmap_lock for
  * write, which would stall every thread populating meanwhile), each on the
  * CPUs the plan gives it; threads made for an earlier job are pinned again
- * to this job's CPUs, which are the caller's allowed CPUs at this call. Each
+ * to this job's CPUs, within the caller's allowed CPUs at this call (those
+ * the job does not need, to all of the caller's CPUs). Each
  * thread takes the caller's task policy, as read for this job, before it
  * faults anything: it was made by another call, maybe another thread.
  * Signals are blocked in them: a process-directed signal is the caller's.
@@ -180,11 +181,13 @@ int mpl_pool_start(struct mpl_pool *pool, const struct mpl_plan *plan,
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < n && i < old; i++) {
+	for (i = 0; i < old; i++) {
+		/* Those without a part in it wait within the caller's CPUs */
 		ret = pthread_setaffinity_np(pool->workers[i]->tid,
-					     sizeof(cpu_set_t),
-					     &plan->thread_cpus[i]);
-		if (ret)
+					     sizeof(cpu_set_t), i < n ?
+					     &plan->thread_cpus[i] :
+					     &plan->allowed);
+		if (ret && i < n)
 			return -ret;
 	}
 	pthread_mutex_lock(&pool->lock);

@@ -12,9 +12,11 @@
  * under TCG, ten to twenty times slower than a host.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <memprepop.h>
 #include <numa.h>
 #include <numaif.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -719,6 +721,999 @@ TEST_F_TIMEOUT(lib, after_fork, SLOW)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * Many ranges: each range populated and reported as it would be alone.
+ * The layout, in one mapping of LAYOUT_LEN, and out of it:
+ *   A [0, 40M)          plain: 0
+ *   B [40M, 100M)       a hole at 70M: -ENOMEM, populated 30M
+ *   C [100M, 160M)      read-only from 133M + 3 pages: -EINVAL
+ *   D [160M, +0)        empty: 0
+ *   E A's start + 1     unaligned: -EINVAL, populated 0
+ *   F [160M, 170M)      PROT_NONE: -EINVAL, populated 0
+ *   G [170M, 200M)      plain: 0
+ *   H 1 << 47, a page   beyond the user address space: -ENOMEM
+ * Every range is compared with madvise(MADV_POPULATE_WRITE) of that range
+ * alone on an identical mapping: its errno, and its populated with the
+ * pages present from its start.
+ */
+#define LAYOUT_LEN	(200 * MiB)
+#define LAYOUT_RANGES	8
+
+static char *layout_map(void)
+{
+	char *p = map_anon(LAYOUT_LEN);
+
+	if (!p)
+		return NULL;
+	if (munmap(p + 70 * MiB, 4 * MiB) ||
+	    mprotect(p + 133 * MiB + 3 * page_size(),
+		     27 * MiB - 3 * page_size(), PROT_READ) ||
+	    mprotect(p + 160 * MiB, 10 * MiB, PROT_NONE)) {
+		munmap(p, LAYOUT_LEN);
+		return NULL;
+	}
+	return p;
+}
+
+static void layout_ranges(char *p, struct memprepop_range *r)
+{
+	static const struct { size_t off, len; } l[LAYOUT_RANGES] = {
+		{ 0, 40 * MiB }, { 40 * MiB, 60 * MiB },
+		{ 100 * MiB, 60 * MiB }, { 160 * MiB, 0 }, { 1, 4096 },
+		{ 160 * MiB, 10 * MiB }, { 170 * MiB, 30 * MiB },
+	};
+	unsigned int i;
+
+	memset(r, 0, LAYOUT_RANGES * sizeof(*r));
+	for (i = 0; i < LAYOUT_RANGES - 1; i++) {
+		r[i].addr = (uintptr_t)p + l[i].off;
+		r[i].len = l[i].len;
+		/* Outputs the call must overwrite */
+		r[i].populated = 12345;
+		r[i].error = 777;
+	}
+	r[i].addr = 1ULL << 47;
+	r[i].len = page_size();
+}
+
+/* Bytes present from @addr up to the first page that is not */
+static uint64_t range_prefix(uint64_t addr, uint64_t len)
+{
+	size_t n, psz = page_size();
+
+	if (addr % psz)
+		return 0;
+	for (n = 0; n < len / psz; n++)
+		if (!present_pages((void *)(uintptr_t)(addr + n * psz), psz))
+			break;
+	return n * psz;
+}
+
+static struct memprepop_range range_of(const char *p, size_t len)
+{
+	struct memprepop_range r = { .addr = (uintptr_t)p, .len = len };
+
+	return r;
+}
+
+enum how { ONE_SHOT, CTX_SYNC, CTX_BACKGROUND };
+
+/* The ranges through one of the three ways; the call's return */
+static int populate_how(enum how how, struct memprepop_ctx *ctx,
+			struct memprepop_range *r, unsigned int nr,
+			struct memprepop_opts *opts,
+			struct memprepop_result *res)
+{
+	int ret;
+
+	switch (how) {
+	case ONE_SHOT:
+		return memprepop_populate_ranges(r, nr, opts, res);
+	case CTX_SYNC:
+		return memprepop_ctx_populate(ctx, r, nr, opts, res);
+	default:
+		ret = memprepop_ctx_start(ctx, r, nr, opts);
+		return ret ? ret : memprepop_ctx_wait(ctx, 0, res);
+	}
+}
+
+/* Returns the number of ranges unlike madvise's */
+static int layout_check(struct __test_metadata *_metadata, enum how how,
+			struct memprepop_opts *opts, int backend)
+{
+	struct memprepop_range ours[LAYOUT_RANGES], ref[LAYOUT_RANGES];
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct memprepop_ctx *ctx = NULL;
+	char *p = layout_map(), *q = layout_map();
+	uint64_t sum = 0;
+	int wrong = 0, ret, first = 0;
+	unsigned int i;
+
+	if (!p || !q || (how != ONE_SHOT &&
+			 memprepop_ctx_new(&ctx, opts->flags &
+					   MEMPREPOP_OPT_FALLBACK))) {
+		TH_LOG("cannot map the layout or make a context");
+		return 1;
+	}
+	layout_ranges(p, ours);
+	layout_ranges(q, ref);
+	ret = populate_how(how, ctx, ours, LAYOUT_RANGES, opts, &res);
+	for (i = 0; i < LAYOUT_RANGES; i++) {
+		int err = madvise_populate_write((void *)(uintptr_t)ref[i].addr,
+						 ref[i].len);
+		uint64_t want = range_prefix(ref[i].addr, ref[i].len);
+		uint64_t have = range_prefix(ours[i].addr, ours[i].len);
+
+		if (ours[i].error != err || ours[i].populated != want ||
+		    (ours[i].addr % page_size() == 0 &&
+		     have != ours[i].populated)) {
+			TH_LOG("range %u: error %d populated %llu (present "
+			       "%llu), madvise: %d, %llu", i, ours[i].error,
+			       (unsigned long long)ours[i].populated,
+			       (unsigned long long)have, err,
+			       (unsigned long long)want);
+			wrong++;
+		}
+		if (!first)
+			first = err;
+		sum += ours[i].populated;
+	}
+	if (ret != first || res.populated != sum ||
+	    res.backend != (uint32_t)backend) {
+		TH_LOG("returned %d, populated %llu, backend %u; expected %d, "
+		       "%llu, %d", ret, (unsigned long long)res.populated,
+		       res.backend, first, (unsigned long long)sum, backend);
+		wrong++;
+	}
+	memprepop_ctx_free(ctx);
+	munmap(p, LAYOUT_LEN);
+	munmap(q, LAYOUT_LEN);
+	return wrong;
+}
+
+TEST_F_TIMEOUT(lib, ranges_each_like_madvise, SLOW)
+{
+	RETURN_IF_SKIPPED();
+	EXPECT_EQ(0, layout_check(_metadata, ONE_SHOT, &self->opts,
+				  variant->backend));
+	/* A thread per range at most: they share */
+	self->opts.max_threads = 1;
+	EXPECT_EQ(0, layout_check(_metadata, ONE_SHOT, &self->opts,
+				  variant->backend));
+}
+
+TEST_F_TIMEOUT(lib, ctx_populate_each_like_madvise, SLOW)
+{
+	RETURN_IF_SKIPPED();
+	EXPECT_EQ(0, layout_check(_metadata, CTX_SYNC, &self->opts,
+				  variant->backend));
+}
+
+TEST_F_TIMEOUT(lib, ctx_background_each_like_madvise, SLOW)
+{
+	RETURN_IF_SKIPPED();
+	EXPECT_EQ(0, layout_check(_metadata, CTX_BACKGROUND, &self->opts,
+				  variant->backend));
+}
+
+/* The call fails with the first failing range by index, whatever order */
+TEST_F_TIMEOUT(lib, ranges_first_failure_by_index, SLOW)
+{
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct memprepop_range r[3];
+	char *p = map_anon(96 * MiB);
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, munmap(p + 80 * MiB, 2 * MiB));
+	ASSERT_EQ(0, mprotect(p + 40 * MiB, 2 * MiB, PROT_READ));
+	memset(r, 0, sizeof(r));
+	r[0] = range_of(p, 32 * MiB);
+	r[1] = range_of(p + 64 * MiB, 32 * MiB);
+	r[2] = range_of(p + 32 * MiB, 16 * MiB);
+	EXPECT_EQ(-ENOMEM, memprepop_populate_ranges(r, 3, &self->opts,
+						     &res));
+	EXPECT_EQ(0, r[0].error);
+	EXPECT_EQ(-ENOMEM, r[1].error);
+	EXPECT_EQ(-EINVAL, r[2].error);
+	EXPECT_EQ(32 * MiB, r[0].populated);
+	EXPECT_EQ(16 * MiB, r[1].populated);
+	EXPECT_EQ(8 * MiB, r[2].populated);
+	EXPECT_EQ(56 * MiB, res.populated);
+	/* The other way round */
+	r[0].addr = (uintptr_t)p + 32 * MiB;
+	r[0].len = 16 * MiB;
+	r[2].addr = (uintptr_t)p;
+	r[2].len = 32 * MiB;
+	EXPECT_EQ(-EINVAL, memprepop_populate_ranges(r, 3, &self->opts,
+						     &res));
+	EXPECT_EQ(-EINVAL, r[0].error);
+	EXPECT_EQ(0, r[2].error);
+	munmap(p, 96 * MiB);
+}
+
+/* What fails the whole call fails it before anything is populated */
+TEST_F(lib, ranges_call_errors)
+{
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct memprepop_range r[2];
+	char *p = map_anon(2 * page_size());
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	memset(r, 0, sizeof(r));
+	r[0] = range_of(p, page_size());
+	r[1] = range_of(p + page_size(), page_size());
+	EXPECT_EQ(-EINVAL, memprepop_populate_ranges(NULL, 2, &self->opts,
+						     &res));
+	r[1].__reserved = 1;
+	EXPECT_EQ(-EINVAL, memprepop_populate_ranges(r, 2, &self->opts,
+						     &res));
+	r[1].__reserved = 0;
+	self->opts.flags |= 1u << 30;
+	EXPECT_EQ(-EINVAL, memprepop_populate_ranges(r, 2, &self->opts,
+						     &res));
+	self->opts.flags = variant->flags;
+	EXPECT_EQ(0, present_pages(p, 2 * page_size()));
+	EXPECT_EQ(0, res.populated);
+	/* None: nothing to do */
+	EXPECT_EQ(0, memprepop_populate_ranges(NULL, 0, &self->opts, &res));
+	EXPECT_EQ(0, memprepop_populate_ranges(r, 0, &self->opts, &res));
+	EXPECT_EQ(0, present_pages(p, 2 * page_size()));
+	EXPECT_EQ(0, memprepop_populate_ranges(r, 2, &self->opts, &res));
+	EXPECT_EQ(2 * page_size(), res.populated);
+	munmap(p, 2 * page_size());
+}
+
+/*
+ * Many small ranges, every other page of 16 MiB: more than a module takes
+ * in one call, so it goes in batches; each range exact, the counts summed.
+ */
+TEST_F_TIMEOUT(lib, ranges_many_small, SLOW)
+{
+	size_t len = 16 * MiB, n = len / page_size() / 2, i;
+	struct memprepop_range *r = calloc(n, sizeof(*r));
+	unsigned int nr = nr_nodes();
+	uint64_t *counts = calloc(nr, sizeof(*counts));
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	char *p = map_anon(len);
+	size_t bad = 0;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, r);
+	ASSERT_NE(NULL, counts);
+	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	for (i = 0; i < n; i++) {
+		r[i].addr = (uintptr_t)p + 2 * i * page_size();
+		r[i].len = page_size();
+	}
+	self->opts.node_pages = counts;
+	self->opts.nr_nodes = nr;
+	ASSERT_EQ(0, memprepop_populate_ranges(r, n, &self->opts, &res));
+	EXPECT_EQ(n * page_size(), res.populated);
+	for (i = 0; i < n; i++)
+		bad += r[i].populated != page_size() || r[i].error ||
+		       !present_pages(p + 2 * i * page_size(), page_size()) ||
+		       present_pages(p + (2 * i + 1) * page_size(),
+				     page_size());
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(n, sum_counts(counts, nr));
+	munmap(p, len);
+	free(r);
+	free(counts);
+}
+
+/* Locking each range; one mlock2() refuses (a hole): that range alone */
+TEST_F_TIMEOUT(lib, ranges_lock_each, SLOW)
+{
+	struct memprepop_range r[3];
+	char *p = map_anon(12 * MiB);
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, munmap(p + 9 * MiB, MiB));
+	memset(r, 0, sizeof(r));
+	r[0] = range_of(p, 4 * MiB);
+	r[1] = range_of(p + 8 * MiB, 4 * MiB);
+	r[2] = range_of(p + 5 * MiB, 2 * MiB);
+	self->opts.flags |= MEMPREPOP_OPT_LOCK;
+	EXPECT_EQ(-ENOMEM, memprepop_populate_ranges(r, 3, &self->opts,
+						     NULL));
+	EXPECT_EQ(0, r[0].error);
+	EXPECT_EQ(-ENOMEM, r[1].error);
+	EXPECT_EQ(0, r[2].error);
+	EXPECT_EQ(0, r[1].populated);
+	EXPECT_EQ(0, present_pages(p + 8 * MiB, MiB));
+	EXPECT_EQ(4 * MiB / KiB, smaps_field_kb(p, "Locked"));
+	EXPECT_EQ(0, smaps_field_kb(p + 4 * MiB, "Locked"));
+	EXPECT_EQ(2 * MiB / KiB, smaps_field_kb(p + 5 * MiB, "Locked"));
+	EXPECT_EQ(4 * MiB / page_size(), present_pages(p, 4 * MiB));
+	EXPECT_EQ(0, present_pages(p + 4 * MiB, MiB));
+	EXPECT_EQ(2 * MiB / page_size(), present_pages(p + 5 * MiB, 2 * MiB));
+	munlock(p, 7 * MiB);
+	munmap(p, 12 * MiB);
+}
+
+/* memprepop_bitmap_ranges(): runs of set bits, snprintf style */
+TEST(bitmap_ranges_edges)
+{
+	size_t psz = page_size(), lb = 8 * sizeof(unsigned long);
+	struct memprepop_range r[8];
+	unsigned long bm[4] = { 0 };
+	char *base = (char *)(64 * MiB);
+	unsigned int i;
+
+	/* Empty: no bits, or no bit set */
+	EXPECT_EQ(0, memprepop_bitmap_ranges(base, psz, bm, 0, NULL, 0));
+	EXPECT_EQ(0, memprepop_bitmap_ranges(base, psz, bm, 4 * lb, r, 8));
+	/* All set; bits past nbits are not looked at */
+	memset(bm, 0xff, sizeof(bm));
+	ASSERT_EQ(1, memprepop_bitmap_ranges(base, psz, bm, 2 * lb + 5, r,
+					     8));
+	EXPECT_EQ((uintptr_t)base, r[0].addr);
+	EXPECT_EQ((2 * lb + 5) * psz, r[0].len);
+	EXPECT_EQ(0, r[0].populated);
+	EXPECT_EQ(0, r[0].error);
+	EXPECT_EQ(0, r[0].__reserved);
+	/* Single bits at both ends */
+	memset(bm, 0, sizeof(bm));
+	bm[0] = 1;
+	bm[2] = 1UL << (lb - 1);
+	ASSERT_EQ(2, memprepop_bitmap_ranges(base, 2 * psz, bm, 3 * lb, r,
+					     8));
+	EXPECT_EQ((uintptr_t)base, r[0].addr);
+	EXPECT_EQ(2 * psz, r[0].len);
+	EXPECT_EQ((uintptr_t)base + (3 * lb - 1) * 2 * psz, r[1].addr);
+	EXPECT_EQ(2 * psz, r[1].len);
+	/* Runs across word boundaries */
+	memset(bm, 0, sizeof(bm));
+	for (i = lb - 4; i < 2 * lb + 3; i++)
+		bm[i / lb] |= 1UL << (i % lb);
+	bm[3] = 1UL << 7;
+	ASSERT_EQ(2, memprepop_bitmap_ranges(base, psz, bm, 4 * lb, r, 8));
+	EXPECT_EQ((uintptr_t)base + (lb - 4) * psz, r[0].addr);
+	EXPECT_EQ((lb + 7) * psz, r[0].len);
+	EXPECT_EQ((uintptr_t)base + (3 * lb + 7) * psz, r[1].addr);
+	EXPECT_EQ(psz, r[1].len);
+	/* Counts all, fills what fits, nothing past it */
+	memset(r, 0xa5, sizeof(r));
+	EXPECT_EQ(2, memprepop_bitmap_ranges(base, psz, bm, 4 * lb, r, 1));
+	EXPECT_EQ((uintptr_t)base + (lb - 4) * psz, r[0].addr);
+	EXPECT_EQ(0xa5a5a5a5a5a5a5a5ULL, r[1].addr);
+	/* Bad bases and page sizes, a wrap */
+	EXPECT_EQ(-EINVAL, memprepop_bitmap_ranges(base + 1, psz, bm, 8, r, 8));
+	EXPECT_EQ(-EINVAL, memprepop_bitmap_ranges(base, psz + 512, bm, 8, r,
+						   8));
+	EXPECT_EQ(-EINVAL, memprepop_bitmap_ranges(base, psz / 2, bm, 8, r, 8));
+	EXPECT_EQ(-EINVAL, memprepop_bitmap_ranges(base, 0, bm, 8, r, 8));
+	EXPECT_EQ(-EINVAL, memprepop_bitmap_ranges((void *)-(8 * psz), psz,
+						   bm, 9, r, 8));
+}
+
+/* Exactly the pages the bitmap marks are populated */
+TEST_F_TIMEOUT(lib, populate_bitmap, SLOW)
+{
+	size_t len = 96 * MiB, n = len / page_size(), i, bad = 0;
+	size_t lb = 8 * sizeof(unsigned long);
+	unsigned long *bm = calloc(n / lb, sizeof(*bm));
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	uint64_t set = 0;
+	char *p = map_anon(len);
+
+	RETURN_IF_SKIPPED();
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, bm);
+	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	/* Empty: nothing at all */
+	EXPECT_EQ(0, memprepop_populate_bitmap(p, page_size(), bm, n,
+					       &self->opts, &res));
+	EXPECT_EQ(0, res.populated);
+	EXPECT_EQ(0, present_pages(p, len));
+	/* Runs of 1 to 97 pages, gaps of 1 to 13, from bit 0 */
+	for (i = 0; i < n;) {
+		size_t run = 1 + i % 97, j;
+
+		for (j = i; j < i + run && j < n; j++)
+			bm[j / lb] |= 1UL << (j % lb);
+		i = j + 1 + i % 13;
+	}
+	bm[(n - 1) / lb] |= 1UL << ((n - 1) % lb);
+	ASSERT_EQ(0, memprepop_populate_bitmap(p, page_size(), bm, n,
+					       &self->opts, &res));
+	for (i = 0, set = 0; i < n; i++) {
+		bool want = bm[i / lb] & (1UL << (i % lb));
+
+		set += want;
+		bad += want != !!present_pages(p + i * page_size(),
+					       page_size());
+	}
+	EXPECT_EQ(0, bad);
+	EXPECT_EQ(set * page_size(), res.populated);
+	EXPECT_EQ(-EINVAL, memprepop_populate_bitmap(p + 1, page_size(), bm,
+						     n, &self->opts, &res));
+	munmap(p, len);
+	free(bm);
+}
+
+/* The entries of /proc/self/task, sorted, into @tids; their number */
+static int task_ids(int *tids, int max)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0, i, j;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && n < max)
+			tids[n++] = atoi(e->d_name);
+	closedir(d);
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && tids[j - 1] > tids[j]; j--) {
+			int t = tids[j];
+
+			tids[j] = tids[j - 1];
+			tids[j - 1] = t;
+		}
+	return n;
+}
+
+FIXTURE(ctx)
+{
+	struct memprepop_opts opts;
+	struct memprepop_ctx *ctx;
+};
+
+FIXTURE_VARIANT(ctx)
+{
+	int backend;
+	unsigned int flags;
+};
+
+FIXTURE_VARIANT_ADD(ctx, module)
+{
+	.backend = MEMPREPOP_BACKEND_MODULE,
+};
+
+FIXTURE_VARIANT_ADD(ctx, fallback)
+{
+	.backend = MEMPREPOP_BACKEND_FALLBACK,
+	.flags = MEMPREPOP_OPT_FALLBACK,
+};
+
+FIXTURE_SETUP(ctx)
+{
+	self->opts = (struct memprepop_opts)MEMPREPOP_OPTS_INIT;
+	self->opts.flags = variant->flags;
+	if (variant->backend == MEMPREPOP_BACKEND_MODULE &&
+	    memprepop_backend() != MEMPREPOP_BACKEND_MODULE)
+		SKIP(return, "%s does not open here", MEMPREPOP_DEVICE);
+	ASSERT_EQ(0, memprepop_ctx_new(&self->ctx, variant->flags));
+}
+
+FIXTURE_TEARDOWN(ctx)
+{
+	memprepop_ctx_free(self->ctx);
+}
+
+/* Long enough to outlast a few 100 ms steps on one thread */
+static size_t long_len(void)
+{
+	return meminfo_field("MemAvailable") > 6 * 1024 * 1024 ?
+	       1536 * MiB : 768 * MiB;
+}
+
+/* A mapping of @len (a multiple of 3 pages), base pages, in thirds */
+static char *map_three(size_t len, struct memprepop_range *r)
+{
+	char *p = map_anon(len);
+	unsigned int i;
+
+	if (!p || madvise(p, len, MADV_NOHUGEPAGE))
+		return NULL;
+	memset(r, 0, 3 * sizeof(*r));
+	for (i = 0; i < 3; i++) {
+		r[i].addr = (uintptr_t)p + i * (len / 3);
+		r[i].len = len / 3;
+	}
+	return p;
+}
+
+TEST_F_TIMEOUT(ctx, start_wait, SLOW)
+{
+	size_t len = 192 * MiB;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct memprepop_range r[3];
+	unsigned int nr = nr_nodes();
+	uint64_t *counts = calloc(nr, sizeof(*counts));
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, counts);
+	self->opts.node_pages = counts;
+	self->opts.nr_nodes = nr;
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
+	ASSERT_EQ(0, memprepop_ctx_wait(self->ctx, 0, &res));
+	EXPECT_EQ(len, res.populated);
+	EXPECT_EQ(variant->backend, res.backend);
+	EXPECT_LE(1, res.workers);
+	EXPECT_EQ(len / 3, r[2].populated);
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	EXPECT_EQ(len / page_size(), sum_counts(counts, nr));
+	/* Reaped: nothing left */
+	EXPECT_EQ(-ENOENT, memprepop_ctx_wait(self->ctx, 0, &res));
+	munmap(p, len);
+	free(counts);
+}
+
+/* Nothing started: -ENOENT everywhere; bad arguments leave it idle */
+TEST_F(ctx, nothing_started)
+{
+	struct memprepop_range r = { 0 };
+	uint64_t done, total;
+
+	RETURN_IF_SKIPPED();
+	EXPECT_EQ(-ENOENT, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(-ENOENT, memprepop_ctx_wait(self->ctx,
+					      MEMPREPOP_WAIT_NOHANG, NULL));
+	EXPECT_EQ(-ENOENT, memprepop_ctx_cancel(self->ctx));
+	EXPECT_EQ(-ENOENT, memprepop_ctx_progress(self->ctx, &done, &total));
+	EXPECT_EQ(-EINVAL, memprepop_ctx_wait(self->ctx, 1u << 5, NULL));
+	self->opts.progress = (memprepop_progress_fn)1;
+	EXPECT_EQ(-EINVAL, memprepop_ctx_start(self->ctx, &r, 1,
+					       &self->opts));
+	self->opts.progress = NULL;
+	self->opts.flags |= 1u << 30;
+	EXPECT_EQ(-EINVAL, memprepop_ctx_start(self->ctx, &r, 1,
+					       &self->opts));
+	EXPECT_EQ(-ENOENT, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(-EINVAL, memprepop_ctx_new(&self->ctx, 1u << 7));
+}
+
+/* One request at a time */
+TEST_F_TIMEOUT(ctx, second_start_ebusy, SLOW)
+{
+	size_t len = 96 * MiB;
+	struct memprepop_range r[3], r2[3];
+	char *p, *q;
+
+	RETURN_IF_SKIPPED();
+	p = map_three(len, r);
+	q = map_three(len, r2);
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, q);
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
+	EXPECT_EQ(-EBUSY, memprepop_ctx_start(self->ctx, r2, 3,
+					      &self->opts));
+	EXPECT_EQ(-EBUSY, memprepop_ctx_populate(self->ctx, r2, 3,
+						 &self->opts, NULL));
+	EXPECT_EQ(0, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(0, present_pages(q, len));
+	EXPECT_EQ(0, memprepop_ctx_start(self->ctx, r2, 3, &self->opts));
+	EXPECT_EQ(0, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(len / page_size(), present_pages(q, len));
+	munmap(p, len);
+	munmap(q, len);
+}
+
+/*
+ * NOHANG while it runs, then poll() on the descriptor, then the wait that
+ * does not block; the descriptor is quiet again afterwards.
+ */
+TEST_F_TIMEOUT(ctx, nohang_poll_wait, SLOW)
+{
+	size_t len = long_len();
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct pollfd pfd = { .events = POLLIN };
+	struct memprepop_range r[3];
+	uint64_t done = 0, total = 0;
+	double t0;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	self->opts.max_threads = 1;
+	pfd.fd = memprepop_ctx_fd(self->ctx);
+	ASSERT_LE(0, pfd.fd);
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
+	EXPECT_EQ(-EAGAIN, memprepop_ctx_wait(self->ctx,
+					      MEMPREPOP_WAIT_NOHANG, &res));
+	EXPECT_EQ(0, memprepop_ctx_progress(self->ctx, &done, &total));
+	EXPECT_EQ(len, total);
+	EXPECT_GE(total, done);
+	EXPECT_EQ(pfd.fd, memprepop_ctx_fd(self->ctx));
+	t0 = now();
+	for (;;) {
+		int ret;
+
+		ASSERT_EQ(1, poll(&pfd, 1, 120000));
+		EXPECT_TRUE(pfd.revents & POLLIN);
+		ret = memprepop_ctx_wait(self->ctx, MEMPREPOP_WAIT_NOHANG,
+					 &res);
+		if (ret != -EAGAIN) {	/* -EAGAIN: another batch */
+			EXPECT_EQ(0, ret);
+			break;
+		}
+	}
+	TH_LOG("done %.3f s after the start returned", now() - t0);
+	EXPECT_EQ(len, res.populated);
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	munmap(p, len);
+}
+
+/* Nothing to do in the background is still reaped through the fd */
+TEST_F_TIMEOUT(ctx, empty_request_pollable, SLOW)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	struct memprepop_range r[2];
+
+	RETURN_IF_SKIPPED();
+	pfd.fd = memprepop_ctx_fd(self->ctx);
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, NULL, 0, &self->opts));
+	EXPECT_EQ(1, poll(&pfd, 1, 10000));
+	EXPECT_EQ(0, memprepop_ctx_wait(self->ctx, MEMPREPOP_WAIT_NOHANG,
+					NULL));
+	/* Only ranges that fail before the backend: their errors */
+	memset(r, 0, sizeof(r));
+	r[0].addr = 4097;
+	r[0].len = 4096;
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 2, &self->opts));
+	EXPECT_EQ(1, poll(&pfd, 1, 10000));
+	EXPECT_EQ(-EINVAL, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(-EINVAL, r[0].error);
+	EXPECT_EQ(0, r[1].error);
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+}
+
+/*
+ * Cancelled at random moments: -ECANCELED with every range's populated
+ * exact (the pages below it present, the one at it not), or 0 when it
+ * finished first.
+ */
+TEST_F_TIMEOUT(ctx, cancel_at_random, SLOW)
+{
+	size_t len = 768 * MiB;
+	unsigned int round, cancelled = 0, i;
+	struct memprepop_range r[3];
+
+	RETURN_IF_SKIPPED();
+	srand(getpid());
+	for (round = 0; round < 8; round++) {
+		struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+		char *p = map_three(len, r);
+		uint64_t sum = 0;
+		int ret;
+
+		ASSERT_NE(NULL, p);
+		self->opts.max_threads = 1 + round % 2;
+		ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3,
+						 &self->opts));
+		usleep(rand() % 200000);
+		EXPECT_EQ(0, memprepop_ctx_cancel(self->ctx));
+		ret = memprepop_ctx_wait(self->ctx, 0, &res);
+		EXPECT_TRUE(ret == 0 || ret == -ECANCELED);
+		cancelled += ret == -ECANCELED;
+		for (i = 0; i < 3; i++) {
+			char *at = (char *)(uintptr_t)r[i].addr;
+
+			sum += r[i].populated;
+			EXPECT_EQ(r[i].populated / page_size(),
+				  present_pages(at, r[i].populated));
+			if (r[i].populated < r[i].len) {
+				EXPECT_EQ(-ECANCELED, r[i].error);
+				EXPECT_EQ(0, present_pages(at + r[i].populated,
+							   page_size()));
+			} else {
+				EXPECT_EQ(0, r[i].error);
+			}
+		}
+		EXPECT_EQ(sum, res.populated);
+		EXPECT_EQ(ret ? true : false, sum < len);
+		munmap(p, len);
+	}
+	TH_LOG("%u of 8 cancelled before the end", cancelled);
+	EXPECT_LT(0, cancelled);
+}
+
+/* Freed while it runs: cancelled, waited for, threads gone */
+TEST_F_TIMEOUT(ctx, free_while_running, SLOW)
+{
+	size_t len = long_len();
+	struct memprepop_range r[3];
+	int tids[256], before;
+	double t0;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	memprepop_ctx_free(self->ctx);
+	self->ctx = NULL;
+	before = task_ids(tids, 256);
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, memprepop_ctx_new(&self->ctx, variant->flags));
+	self->opts.max_threads = 1;
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
+	usleep(50000);
+	t0 = now();
+	memprepop_ctx_free(self->ctx);
+	self->ctx = NULL;
+	TH_LOG("freed in %.3f s", now() - t0);
+	/* Its outcome is dropped, not written */
+	EXPECT_EQ(0, r[0].populated);
+	EXPECT_GT(len / page_size(), present_pages(p, len));
+	EXPECT_EQ(before, task_ids(tids, 256));
+	munmap(p, len);
+}
+
+/* The fallback's threads are the same ones from call to call */
+TEST_F_TIMEOUT(ctx, threads_reused, SLOW)
+{
+	size_t len = 192 * MiB;
+	int first[256], tids[256], n, i, call, differ = 0;
+	struct memprepop_range r[3];
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	if (variant->backend != MEMPREPOP_BACKEND_FALLBACK)
+		SKIP(return, "the module's workers are not the process's");
+	n = 0;
+	for (call = 0; call < 12; call++) {
+		p = map_three(len, r);
+		ASSERT_NE(NULL, p);
+		if (call % 2) {
+			ASSERT_EQ(0, memprepop_ctx_populate(self->ctx, r, 3,
+							    &self->opts,
+							    NULL));
+		} else {
+			ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3,
+							 &self->opts));
+			ASSERT_EQ(0, memprepop_ctx_wait(self->ctx, 0, NULL));
+		}
+		EXPECT_EQ(len / page_size(), present_pages(p, len));
+		munmap(p, len);
+		if (!call) {
+			n = task_ids(first, 256);
+			continue;
+		}
+		ASSERT_EQ(n, task_ids(tids, 256));
+		for (i = 0; i < n; i++)
+			differ += tids[i] != first[i];
+	}
+	TH_LOG("%d tasks, threads kept", n);
+	EXPECT_LT(1, n);
+	EXPECT_EQ(0, differ);
+}
+
+/* The CPUs a thread of ours may run on, as a mask of the first 64 */
+static uint64_t task_cpus(int tid)
+{
+	cpu_set_t set;
+	uint64_t mask = 0;
+	int cpu;
+
+	if (sched_getaffinity(tid, sizeof(set), &set))
+		return ~0ull;
+	for (cpu = 0; cpu < 64; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			mask |= 1ull << cpu;
+	return mask;
+}
+
+/*
+ * The threads are pinned again at each call, within the caller's CPUs at
+ * that call: CPU 0 only, then CPU 1 only.
+ */
+TEST_F_TIMEOUT(ctx, threads_within_callers_cpus, SLOW)
+{
+	size_t len = 192 * MiB;
+	int tids[256], n, i, cpu, self_tid = gettid();
+	struct memprepop_range r[3];
+	cpu_set_t saved, one;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	if (variant->backend != MEMPREPOP_BACKEND_FALLBACK)
+		SKIP(return, "the module's workers are not the process's");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(saved), &saved));
+	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) ||
+	    !CPU_ISSET(1, &saved))
+		SKIP(return, "needs CPUs 0 and 1");
+	/* The threads made on all CPUs first */
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, memprepop_ctx_populate(self->ctx, r, 3, &self->opts,
+					    NULL));
+	munmap(p, len);
+	for (cpu = 0; cpu < 2; cpu++) {
+		int outside = 0;
+
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		ASSERT_EQ(0, sched_setaffinity(0, sizeof(one), &one));
+		p = map_three(len, r);
+		ASSERT_NE(NULL, p);
+		ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3,
+						 &self->opts));
+		n = task_ids(tids, 256);
+		for (i = 0; i < n; i++)
+			if (tids[i] != self_tid &&
+			    task_cpus(tids[i]) != 1ull << cpu) {
+				TH_LOG("thread %d on CPUs 0x%llx", tids[i],
+				       (unsigned long long)task_cpus(tids[i]));
+				outside++;
+			}
+		EXPECT_EQ(0, memprepop_ctx_wait(self->ctx, 0, NULL));
+		EXPECT_EQ(0, outside);
+		EXPECT_LT(1, n);
+		munmap(p, len);
+	}
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(saved), &saved));
+}
+
+/* Several contexts at once, their descriptors polled together */
+TEST_F_TIMEOUT(ctx, many_at_once, SLOW)
+{
+	enum { N = 4 };
+	struct memprepop_ctx *ctxs[N];
+	struct memprepop_range r[N][3];
+	struct pollfd pfd[N];
+	size_t len = 96 * MiB;
+	char *p[N];
+	int i, left = N;
+
+	RETURN_IF_SKIPPED();
+	for (i = 0; i < N; i++) {
+		ASSERT_EQ(0, memprepop_ctx_new(&ctxs[i], variant->flags));
+		p[i] = map_three(len, r[i]);
+		ASSERT_NE(NULL, p[i]);
+		ASSERT_EQ(0, memprepop_ctx_start(ctxs[i], r[i], 3,
+						 &self->opts));
+		pfd[i].fd = memprepop_ctx_fd(ctxs[i]);
+		pfd[i].events = POLLIN;
+	}
+	while (left) {
+		ASSERT_LT(0, poll(pfd, N, 120000));
+		for (i = 0; i < N; i++) {
+			int ret;
+
+			if (pfd[i].fd < 0 || !(pfd[i].revents & POLLIN))
+				continue;
+			ret = memprepop_ctx_wait(ctxs[i],
+						 MEMPREPOP_WAIT_NOHANG, NULL);
+			if (ret == -EAGAIN)
+				continue;
+			EXPECT_EQ(0, ret);
+			EXPECT_EQ(len / page_size(),
+				  present_pages(p[i], len));
+			pfd[i].fd = -1;
+			left--;
+		}
+	}
+	for (i = 0; i < N; i++) {
+		memprepop_ctx_free(ctxs[i]);
+		munmap(p[i], len);
+	}
+}
+
+/*
+ * After fork(), the child may not touch the parent's request (-EPERM) and
+ * its memprepop_ctx_free() only lets go; the parent's request goes on.
+ */
+TEST_F_TIMEOUT(ctx, fork_child_hands_off, SLOW)
+{
+	size_t len = 384 * MiB;
+	struct memprepop_range r[3];
+	int status;
+	pid_t pid;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	self->opts.max_threads = 1;
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		uint64_t done, total;
+		int bad = 0;
+
+		bad |= memprepop_ctx_wait(self->ctx, 0, NULL) != -EPERM;
+		bad |= memprepop_ctx_cancel(self->ctx) != -EPERM;
+		bad |= memprepop_ctx_progress(self->ctx, &done, &total) !=
+		       -EPERM;
+		bad |= memprepop_ctx_start(self->ctx, r, 3, &self->opts) !=
+		       -EPERM;
+		memprepop_ctx_free(self->ctx);
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	munmap(p, len);
+}
+
+/* Locked and counted in the background too */
+TEST_F_TIMEOUT(ctx, background_lock, SLOW)
+{
+	size_t len = 12 * MiB;
+	struct memprepop_range r[3];
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	self->opts.flags |= MEMPREPOP_OPT_LOCK;
+	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
+	ASSERT_EQ(0, memprepop_ctx_wait(self->ctx, 0, NULL));
+	EXPECT_EQ(len / KiB, smaps_field_kb(p, "Locked"));
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+	munlock(p, len);
+	munmap(p, len);
+}
+
+/* Progress while it runs, and the sync call reachable from elsewhere */
+struct canceller {
+	struct memprepop_ctx *ctx;
+	uint64_t seen_done, seen_total;
+	int progress_ret;
+};
+
+static void *cancel_later(void *arg)
+{
+	struct canceller *c = arg;
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		usleep(20000);
+		c->progress_ret = memprepop_ctx_progress(c->ctx, &c->seen_done,
+							 &c->seen_total);
+		if (!c->progress_ret && c->seen_done)
+			break;
+	}
+	memprepop_ctx_cancel(c->ctx);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(ctx, sync_cancelled_from_another_thread, SLOW)
+{
+	size_t len = long_len();
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct canceller c = { 0 };
+	struct memprepop_range r[3];
+	pthread_t tid;
+	char *p;
+	int ret;
+
+	RETURN_IF_SKIPPED();
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	c.ctx = self->ctx;
+	self->opts.max_threads = 1;
+	ASSERT_EQ(0, pthread_create(&tid, NULL, cancel_later, &c));
+	ret = memprepop_ctx_populate(self->ctx, r, 3, &self->opts, &res);
+	pthread_join(tid, NULL);
+	EXPECT_EQ(0, c.progress_ret);
+	EXPECT_EQ(len, c.seen_total);
+	EXPECT_LT(0, c.seen_done);
+	if (!ret) {
+		munmap(p, len);
+		SKIP(return, "done before the cancel");
+	}
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_GT(len, res.populated);
+	EXPECT_LE(c.seen_done, res.populated);
+	munmap(p, len);
 }
 
 TEST(version_and_names)
