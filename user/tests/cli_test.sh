@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..16"
+echo "1..20"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -95,6 +95,54 @@ run file "$f" --size 32M
 	[ "$(($(stat -c %b "$f") * 512))" = 33554432 ]
 ok $? "file: a tmpfs file grown and allocated in full"
 rm -f "$f"
+
+# Several files in one run: options before the first PATH for all, those
+# after a PATH for that file
+a=$shm/cli_test_a.$$ b=$shm/cli_test_b.$$
+run file --size 8M "$a" --membind 0 "$b" --size 24M --interleave 0
+[ $status = 0 ] && [ "$(stat -c %s "$a")" = 8388608 ] &&
+	[ "$(stat -c %s "$b")" = 25165824 ] &&
+	[ "$(($(stat -c %b "$b") * 512))" = 25165824 ] &&
+	echo "$out" | grep -q "^verified  8192 of 8192 pages present" &&
+	echo "$out" | grep -q "^file      $a: 8.00 MiB, membind 0, 2048 of 2048" &&
+	echo "$out" | grep -q "^file      $b: 24.00 MiB, interleave 0, 6144 of"
+ok $? "file: two files in one run, each its own size and placement"
+rm -f "$a" "$b"
+
+run file "$a" --size 4M "$b" --size 12M --json
+json_ok=1
+if [ $status = 0 ] && command -v python3 > /dev/null; then
+	echo "$out" | python3 -c '
+import json, sys
+a, b = sys.argv[1:]
+d = json.load(sys.stdin)
+assert d["files"] == 2 and d["size"] == 16 << 20
+assert d["pages"] == d["present_pages"] == sum(d["nodes"].values())
+r = d["ranges"]
+assert [x["path"] for x in r] == [a, b]
+assert [x["size"] for x in r] == [4 << 20, 12 << 20]
+for x in r:
+    assert x["populated"] == x["size"] and x["error"] == 0
+    assert x["error_text"] == "" and x["policy"] == "default"
+    assert x["pages"] == x["present_pages"] == sum(x["nodes"].values())
+' "$a" "$b" && json_ok=0
+elif [ $status = 0 ]; then
+	echo "$out" | grep -q '"ranges": \[{"path": ' && json_ok=0
+fi
+ok $json_ok "file --json: per-range path, size, populated, error, nodes"
+
+# An empty file without --size: exit 2 before anything is populated
+rm -f "$b"
+: > "$a"
+run file "$b" --size 4M "$a"
+[ $status = 2 ] && grep -q "$a is empty: give --size" /tmp/cli_test.err &&
+	[ "$(stat -c %b "$b")" = 0 ]
+ok $? "file: an empty file without a size: exit 2, named"
+rm -f "$a" "$b"
+
+run file --size 1M
+[ $status = 2 ] && grep -q "usage: memprepop file" /tmp/cli_test.err
+ok $? "file: no PATH: exit 2 with the usage"
 
 run file /proc/version --size 1M
 [ $status = 1 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err

@@ -69,6 +69,46 @@ int parse_placement(struct placement *pl, int mode, const char *nodes)
 	return 0;
 }
 
+/*
+ * The options of the whole call, wherever they stand: --lock, --threads,
+ * --fallback, --json. True when @c was one; *bad set if its value was.
+ */
+bool call_option(int c, const char *arg, struct memprepop_opts *opts,
+		 struct run *run, const char **bad)
+{
+	switch (c) {
+	case 'l':
+		run->lock = true;
+		opts->flags |= MEMPREPOP_OPT_LOCK;
+		return true;
+	case 't':
+		if (!parse_uint(arg, &opts->max_threads) || !opts->max_threads)
+			*bad = "thread count";
+		return true;
+	case 'f':
+		opts->flags |= MEMPREPOP_OPT_FALLBACK;
+		return true;
+	case OPT_JSON:
+		run->json = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* --membind, --interleave or --preferred: NULL, or what was wrong */
+const char *placement_option(struct placement *pl, int opt,
+			     const char *nodes)
+{
+	int ret = parse_placement(pl, opt == OPT_MEMBIND ? MPOL_BIND :
+				      opt == OPT_INTERLEAVE ? MPOL_INTERLEAVE :
+				      MPOL_PREFERRED, nodes);
+
+	if (!ret)
+		return NULL;
+	return ret == -ENOSYS ? "node list (no NUMA)" : "node list";
+}
+
 /* mbind() the mapping: before any page is touched, so nothing moves */
 int apply_placement(const struct placement *pl, void *addr, size_t len)
 {

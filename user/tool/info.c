@@ -61,9 +61,10 @@ int cmd_info(int argc, char **argv)
 			MEMPREPOP_DEVICE, strerror(-ret));
 		return 1;
 	} else {
-		printf("module    flags 0x%llx, up to %u workers, "
-		       "populate size %u, info size %u\n",
+		printf("module    flags 0x%llx, up to %u workers and %u "
+		       "ranges a call, populate size %u, info size %u\n",
 		       (unsigned long long)info.flags, info.max_workers,
+		       info.max_ranges ? info.max_ranges : 1,
 		       info.populate_size, info.info_size);
 	}
 	if (numa_available() < 0) {

@@ -1,20 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
-/*
- * memprepop populate: map memory, populate it, verify and report.
- * memprepop file: pre-fault a hugetlbfs or tmpfs file, so that a VMM that
- * maps it later finds it populated, placed and ready.
- */
+/* memprepop populate: map memory, populate it, verify and report. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <linux/magic.h>
 #include <numa.h>
 #include <numaif.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "tool.h"
@@ -22,11 +14,6 @@
 #ifndef MAP_HUGE_SHIFT
 #define MAP_HUGE_SHIFT	26
 #endif
-
-enum {
-	OPT_HUGETLB = 256, OPT_SHARED, OPT_MEMBIND, OPT_INTERLEAVE,
-	OPT_PREFERRED, OPT_JSON,
-};
 
 static const struct option populate_opts[] = {
 	{ "size", required_argument, NULL, 's' },
@@ -44,7 +31,7 @@ static const struct option populate_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const char placement_help[] =
+const char placement_help[] =
 	"      --membind N,M     only on these nodes\n"
 	"      --interleave N,M  interleaved over these nodes ('all': all)\n"
 	"      --preferred N     on node N while it has memory\n"
@@ -72,34 +59,18 @@ static void usage_populate(FILE *f)
 		"%s", prog, placement_help);
 }
 
-static void usage_file(FILE *f)
-{
-	fprintf(f,
-		"usage: %s file PATH [--size SIZE] [options]\n"
-		"\n"
-		"Pre-faults the file PATH on hugetlbfs or tmpfs (created, or "
-		"grown to SIZE),\nso that a VMM that maps it later finds "
-		"every page there, placed as asked.\n"
-		"\n"
-		"  -s, --size SIZE       the file's size (default: as it is)\n"
-		"      --node N          same as --membind N\n"
-		"%s", prog, placement_help);
-}
-
 struct args {
 	struct run run;
 	struct placement placement;
 	struct memprepop_opts opts;
 	int map_flags;
-	const char *path;
 };
 
 /* 0 to go on, 1 for --help, 2 for bad arguments */
-static int parse_args(int argc, char **argv, struct args *a, bool file,
-		      void (*usage)(FILE *f))
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	const char *bad = NULL;
-	int c, ret;
+	int c;
 
 	memset(a, 0, sizeof(*a));
 	a->opts = (struct memprepop_opts)MEMPREPOP_OPTS_INIT;
@@ -118,23 +89,8 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 			if (!a->run.size)
 				bad = "size";
 			break;
-		case 'l':
-			a->run.lock = true;
-			a->opts.flags |= MEMPREPOP_OPT_LOCK;
-			break;
-		case 't':
-			if (!parse_uint(optarg, &a->opts.max_threads) ||
-			    !a->opts.max_threads)
-				bad = "thread count";
-			break;
-		case 'f':
-			a->opts.flags |= MEMPREPOP_OPT_FALLBACK;
-			break;
 		case OPT_HUGETLB:
-			if (file) {
-				bad = "option for a file (its file system "
-				      "decides)";
-			} else if (!strcmp(optarg, "2M")) {
+			if (!strcmp(optarg, "2M")) {
 				a->run.page_size = 2 << 20;
 				a->map_flags |= MAP_HUGETLB |
 						(21 << MAP_HUGE_SHIFT);
@@ -153,23 +109,16 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 		case OPT_MEMBIND:
 		case OPT_INTERLEAVE:
 		case OPT_PREFERRED:
-			ret = parse_placement(&a->placement,
-					      c == OPT_MEMBIND ? MPOL_BIND :
-					      c == OPT_INTERLEAVE ?
-					      MPOL_INTERLEAVE : MPOL_PREFERRED,
-					      optarg);
-			if (ret)
-				bad = ret == -ENOSYS ? "node list (no NUMA)" :
-						       "node list";
-			break;
-		case OPT_JSON:
-			a->run.json = true;
+			bad = placement_option(&a->placement, c, optarg);
 			break;
 		case 'h':
-			usage(stdout);
+			usage_populate(stdout);
 			return 1;
 		default:
-			usage(stderr);
+			if (call_option(c, optarg, &a->opts, &a->run,
+					&bad))
+				break;
+			usage_populate(stderr);
 			return 2;
 		}
 		if (bad) {
@@ -178,10 +127,8 @@ static int parse_args(int argc, char **argv, struct args *a, bool file,
 			return 2;
 		}
 	}
-	if (file && optind + 1 == argc)
-		a->path = argv[optind++];
-	if (optind != argc || (file ? !a->path : !a->run.size)) {
-		usage(stderr);
+	if (optind != argc || !a->run.size) {
+		usage_populate(stderr);
 		return 2;
 	}
 	a->run.progress = !a->run.json && isatty(STDERR_FILENO);
@@ -240,7 +187,7 @@ int cmd_populate(int argc, char **argv)
 	void *mem;
 	int ret;
 
-	ret = parse_args(argc, argv, &a, false, usage_populate);
+	ret = parse_args(argc, argv, &a);
 	if (ret)
 		return ret == 1 ? 0 : ret;
 	/* Whole pages of the mapping's size */
@@ -258,61 +205,5 @@ int cmd_populate(int argc, char **argv)
 	ret = populate_and_report(&a, mem);
 	munmap(mem, a.run.size);
 	free(a.run.node_pages);
-	return ret;
-}
-
-int cmd_file(int argc, char **argv)
-{
-	struct args a;
-	struct statfs sfs;
-	struct stat st;
-	void *mem;
-	int fd, ret;
-
-	ret = parse_args(argc, argv, &a, true, usage_file);
-	if (ret)
-		return ret == 1 ? 0 : ret;
-	a.run.what = a.path;
-
-	fd = open(a.path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || fstatfs(fd, &sfs) || fstat(fd, &st)) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, a.path,
-			strerror(errno));
-		return 1;
-	}
-	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
-		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
-			"populating it would write it to disk\n", prog, a.path);
-		close(fd);
-		return 1;
-	}
-	if (sfs.f_type == HUGETLBFS_MAGIC)
-		a.run.page_size = sfs.f_bsize;
-	if (!a.run.size)
-		a.run.size = st.st_size;
-	a.run.size = (a.run.size + a.run.page_size - 1) & ~(a.run.page_size - 1);
-	if (!a.run.size) {
-		fprintf(stderr, "%s: %s is empty: give --size\n", prog, a.path);
-		close(fd);
-		return 2;
-	}
-	if ((uint64_t)st.st_size < a.run.size && ftruncate(fd, a.run.size)) {
-		fprintf(stderr, "%s: cannot grow %s to %llu bytes: %s\n", prog,
-			a.path, (unsigned long long)a.run.size,
-			strerror(errno));
-		close(fd);
-		return 1;
-	}
-	mem = mmap(NULL, a.run.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		fprintf(stderr, "%s: cannot map %s: %s\n", prog, a.path,
-			strerror(errno));
-		close(fd);
-		return 1;
-	}
-	ret = populate_and_report(&a, mem);
-	munmap(mem, a.run.size);
-	free(a.run.node_pages);
-	close(fd);
 	return ret;
 }

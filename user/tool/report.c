@@ -81,24 +81,30 @@ static void size_text(char *buf, size_t n, uint64_t bytes)
 	snprintf(buf, n, "%.2f %s", v, units[u]);
 }
 
-static void report_json(const struct run *run, double secs)
+/* @s as a JSON string */
+static void json_string(const char *s)
 {
-	const struct placement *pl = run->placement;
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* "N": pages, for each node with any */
+static void json_nodes(const struct run *run)
+{
 	const char *sep = "";
 	unsigned int node;
 
-	printf("{\"size\": %llu, \"memory\": \"%s\", \"page_size\": %zu, "
-	       "\"policy\": \"%s\", \"policy_nodes\": \"%s\", "
-	       "\"locked\": %s, \"seconds\": %.6f, \"gbps\": %.3f, "
-	       "\"backend\": \"%s\", \"workers\": %u, \"pages\": %llu, "
-	       "\"present_pages\": %llu, \"nodes\": {",
-	       (unsigned long long)run->size, run->what, run->page_size,
-	       policy_name(pl->mode), pl->text ? pl->text : "",
-	       run->lock ? "true" : "false", secs,
-	       secs > 0 ? run->size / secs / 1e9 : 0.0,
-	       memprepop_backend_name(run->res.backend), run->res.workers,
-	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
-	       (unsigned long long)run->present);
+	printf("{");
 	for (node = 0; node < run->nr_nodes; node++) {
 		if (!run->node_pages[node])
 			continue;
@@ -106,14 +112,48 @@ static void report_json(const struct run *run, double secs)
 		       (unsigned long long)run->node_pages[node]);
 		sep = ", ";
 	}
-	printf("}}\n");
+	printf("}");
+}
+
+static void report_json(const struct run *run, double secs)
+{
+	const struct placement *pl = run->placement;
+
+	printf("{\"size\": %llu, \"memory\": \"%s\", \"page_size\": %zu, "
+	       "\"policy\": \"%s\", \"policy_nodes\": \"%s\", "
+	       "\"locked\": %s, \"seconds\": %.6f, \"gbps\": %.3f, "
+	       "\"backend\": \"%s\", \"workers\": %u, \"pages\": %llu, "
+	       "\"present_pages\": %llu, \"nodes\": ",
+	       (unsigned long long)run->size, run->what, run->page_size,
+	       policy_name(pl->mode), pl->text ? pl->text : "",
+	       run->lock ? "true" : "false", secs,
+	       secs > 0 ? run->size / secs / 1e9 : 0.0,
+	       memprepop_backend_name(run->res.backend), run->res.workers,
+	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
+	       (unsigned long long)run->present);
+	json_nodes(run);
+	printf("}\n");
+}
+
+/* How the call went: the lines populate and file share */
+static void report_call(const struct run *run)
+{
+	double secs = run->res.nsecs / 1e9;
+
+	printf("locked    %s\n", run->lock ? "yes" : "no");
+	printf("seconds   %.3f\n", secs);
+	printf("GB/s      %.2f\n", secs > 0 ? run->size / secs / 1e9 : 0.0);
+	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
+	printf("workers   %u\n", run->res.workers);
+	printf("verified  %llu of %llu pages present\n",
+	       (unsigned long long)run->present,
+	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)));
 }
 
 void report(const struct run *run)
 {
 	const struct placement *pl = run->placement;
 	double secs = run->res.nsecs / 1e9;
-	long psz = sysconf(_SC_PAGESIZE);
 	int highest = highest_node();
 	unsigned int node;
 	char buf[32];
@@ -129,18 +169,91 @@ void report(const struct run *run)
 	printf("memory    %s, %s pages\n", run->what, buf);
 	printf("policy    %s%s%s\n", policy_name(pl->mode),
 	       pl->text ? " " : "", pl->text ? pl->text : "");
-	printf("locked    %s\n", run->lock ? "yes" : "no");
-	printf("seconds   %.3f\n", secs);
-	printf("GB/s      %.2f\n", secs > 0 ? run->size / secs / 1e9 : 0.0);
-	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
-	printf("workers   %u\n", run->res.workers);
-	printf("verified  %llu of %llu pages present\n",
-	       (unsigned long long)run->present,
-	       (unsigned long long)(run->size / psz));
+	report_call(run);
 	for (node = 0; node < run->nr_nodes; node++)
 		if (run->node_pages[node] || (int)node <= highest)
 			printf("node %-4u %llu pages\n", node,
 			       (unsigned long long)run->node_pages[node]);
+}
+
+static void report_files_json(const struct run *const *files, unsigned int n,
+			      const struct run *all, double secs)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	unsigned int i;
+
+	printf("{\"size\": %llu, \"files\": %u, \"locked\": %s, "
+	       "\"seconds\": %.6f, \"gbps\": %.3f, \"backend\": \"%s\", "
+	       "\"workers\": %u, \"pages\": %llu, \"present_pages\": %llu, "
+	       "\"nodes\": ", (unsigned long long)all->size, n,
+	       all->lock ? "true" : "false", secs,
+	       secs > 0 ? all->size / secs / 1e9 : 0.0,
+	       memprepop_backend_name(all->res.backend), all->res.workers,
+	       (unsigned long long)(all->size / psz),
+	       (unsigned long long)all->present);
+	json_nodes(all);
+	printf(", \"ranges\": [");
+	for (i = 0; i < n; i++) {
+		const struct run *run = files[i];
+		const struct placement *pl = run->placement;
+
+		printf("%s{\"path\": ", i ? ", " : "");
+		json_string(run->what);
+		printf(", \"size\": %llu, \"page_size\": %zu, "
+		       "\"policy\": \"%s\", \"policy_nodes\": ",
+		       (unsigned long long)run->size, run->page_size,
+		       policy_name(pl->mode));
+		json_string(pl->text ? pl->text : "");
+		printf(", \"populated\": %llu, \"error\": %d, "
+		       "\"error_text\": ", (unsigned long long)run->populated,
+		       run->error);
+		json_string(run->error ? strerror(-run->error) : "");
+		printf(", \"pages\": %llu, \"present_pages\": %llu, "
+		       "\"nodes\": ", (unsigned long long)(run->size / psz),
+		       (unsigned long long)run->present);
+		json_nodes(run);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* The call's totals, then a line per file */
+void report_files(const struct run *const *files, unsigned int n,
+		  const struct run *all)
+{
+	double secs = all->res.nsecs / 1e9;
+	long psz = sysconf(_SC_PAGESIZE);
+	int highest = highest_node();
+	unsigned int i, node;
+	char buf[32];
+
+	if (all->json) {
+		report_files_json(files, n, all, secs);
+		return;
+	}
+	size_text(buf, sizeof(buf), all->size);
+	printf("size      %s (%llu bytes) in %u file%s\n", buf,
+	       (unsigned long long)all->size, n, n == 1 ? "" : "s");
+	report_call(all);
+	for (i = 0; i < n; i++) {
+		const struct run *run = files[i];
+		const struct placement *pl = run->placement;
+
+		size_text(buf, sizeof(buf), run->size);
+		printf("file      %s: %s, %s%s%s, %llu of %llu pages present",
+		       run->what, buf, policy_name(pl->mode),
+		       pl->text ? " " : "", pl->text ? pl->text : "",
+		       (unsigned long long)run->present,
+		       (unsigned long long)(run->size / psz));
+		for (node = 0; node < run->nr_nodes; node++)
+			if (run->node_pages[node] || (int)node <= highest)
+				printf(", node %u: %llu", node,
+				       (unsigned long long)
+				       run->node_pages[node]);
+		if (run->error)
+			printf(", %s", strerror(-run->error));
+		printf("\n");
+	}
 }
 
 static long read_long(const char *fmt, int node, size_t kb, const char *what)

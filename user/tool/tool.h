@@ -22,8 +22,24 @@ struct placement {
 	const char *text;	/* as given, for the report */
 };
 
+struct run;
+
+/* Long options without a short one, shared by populate and file */
+enum {
+	OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_PREFERRED, OPT_JSON,
+	OPT_HUGETLB, OPT_SHARED,
+};
+
 int parse_placement(struct placement *pl, int mode, const char *nodes);
+const char *placement_option(struct placement *pl, int opt,
+			     const char *nodes);
 int apply_placement(const struct placement *pl, void *addr, size_t len);
+
+/* populate.c: the help text of the options populate and file share */
+extern const char placement_help[];
+
+bool call_option(int c, const char *arg, struct memprepop_opts *opts,
+		 struct run *run, const char **bad);
 
 /* report.c */
 struct run {
@@ -36,6 +52,8 @@ struct run {
 	uint64_t *node_pages;	/* base pages on each node, afterwards */
 	unsigned int nr_nodes;	/* its entries: every possible node */
 	uint64_t present;	/* base pages found present afterwards */
+	uint64_t populated;	/* bytes, as its range reported them */
+	int error;		/* its range's: 0 or -errno */
 };
 
 void progress_bar_start(void);
@@ -44,6 +62,8 @@ void progress_bar_end(void);
 int highest_node(void);
 void hugetlb_pools(FILE *f, size_t page_size, const char *sep);
 void report(const struct run *run);
+void report_files(const struct run *const *files, unsigned int n,
+		  const struct run *all);
 void explain_failure(const struct run *run, void *addr, int err);
 
 /* subcommands */

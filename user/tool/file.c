@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop file: pre-fault hugetlbfs or tmpfs files, so that a VMM that
+ * maps them later finds them populated, placed and ready. Several files,
+ * each with its own size and placement, go in one call (one set of
+ * workers, one progress bar), as a VM's memory backends would.
+ *
+ * Options before the first PATH apply to every file; --size and the
+ * placement options after a PATH apply to that file alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/magic.h>
+#include <numa.h>
+#include <numaif.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+static const struct option file_opts[] = {
+	{ "size", required_argument, NULL, 's' },
+	{ "lock", no_argument, NULL, 'l' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "fallback", no_argument, NULL, 'f' },
+	{ "membind", required_argument, NULL, OPT_MEMBIND },
+	{ "node", required_argument, NULL, OPT_MEMBIND },
+	{ "interleave", required_argument, NULL, OPT_INTERLEAVE },
+	{ "preferred", required_argument, NULL, OPT_PREFERRED },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage_file(FILE *f)
+{
+	fprintf(f,
+		"usage: %s file [options] PATH [file options] [PATH [file "
+		"options]]...\n"
+		"\n"
+		"Pre-faults each file PATH on hugetlbfs or tmpfs (created, "
+		"or grown to SIZE),\nall in one call, so that a VMM that "
+		"maps them later finds every page there,\nplaced as asked. "
+		"Options before the first PATH apply to every file; --size\n"
+		"and the placement options after a PATH apply to that file.\n"
+		"\n"
+		"  -s, --size SIZE       the file's size (default: as it is)\n"
+		"  -l, --lock            lock it while populating (mlock2 "
+		"MLOCK_ONFAULT)\n"
+		"      --node N          same as --membind N\n"
+		"%s", prog, placement_help);
+}
+
+/* A file to populate, as the command line has it, then as mapped */
+struct file {
+	struct run run;
+	struct placement placement;
+	int fd;
+	void *mem;
+};
+
+struct file_args {
+	struct file defaults;	/* before the first PATH */
+	struct file *files;
+	unsigned int n;
+	struct memprepop_opts opts;
+	struct run all;		/* the call: totals, shared options */
+};
+
+/* A new file, PATH, taking the defaults; NULL without memory */
+static struct file *add_file(struct file_args *a, const char *path)
+{
+	struct file *files = realloc(a->files, (a->n + 1) * sizeof(*files));
+	struct file *f;
+
+	if (!files)
+		return NULL;
+	a->files = files;
+	f = &files[a->n++];
+	*f = a->defaults;
+	f->run.what = path;
+	f->fd = -1;
+	return f;
+}
+
+/* 0 to go on, 1 for --help, 2 for bad arguments */
+static int parse_file_args(int argc, char **argv, struct file_args *a)
+{
+	struct file *cur = &a->defaults;
+	const char *bad = NULL;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->opts = (struct memprepop_opts)MEMPREPOP_OPTS_INIT;
+	a->all.res = (struct memprepop_result)MEMPREPOP_RESULT_INIT;
+	a->all.placement = &a->defaults.placement;
+	a->opts.progress = progress_bar;
+	a->opts.progress_arg = &a->all;
+
+	/* "-": a PATH comes back as option 1, in its place */
+	while ((c = getopt_long(argc, argv, "-s:lt:fh", file_opts,
+				NULL)) != -1) {
+		switch (c) {
+		case 1:
+			cur = add_file(a, optarg);
+			if (!cur) {
+				fprintf(stderr, "%s: out of memory\n", prog);
+				return 2;
+			}
+			break;
+		case 's':
+			cur->run.size = parse_size(optarg);
+			if (!cur->run.size)
+				bad = "size";
+			break;
+		case OPT_MEMBIND:
+		case OPT_INTERLEAVE:
+		case OPT_PREFERRED:
+			/* The defaults' node mask is not this file's to free */
+			if (cur != &a->defaults &&
+			    cur->placement.nodes == a->defaults.placement.nodes)
+				cur->placement.nodes = NULL;
+			bad = placement_option(&cur->placement, c, optarg);
+			break;
+		case 'h':
+			usage_file(stdout);
+			return 1;
+		default:
+			if (call_option(c, optarg, &a->opts, &a->all,
+					&bad))
+				break;
+			usage_file(stderr);
+			return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad,
+				optarg);
+			return 2;
+		}
+	}
+	if (!a->n) {
+		usage_file(stderr);
+		return 2;
+	}
+	a->all.progress = !a->all.json && isatty(STDERR_FILENO);
+	return 0;
+}
+
+/* Opens, sizes and maps the file, and sets its policy; 0, or the status */
+static int map_file(struct file *f)
+{
+	const char *path = f->run.what;
+	struct statfs sfs;
+	struct stat st;
+	int ret;
+
+	/* Its place is final now that every PATH is in */
+	f->run.placement = &f->placement;
+	f->run.page_size = sysconf(_SC_PAGESIZE);
+	f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (f->fd < 0 || fstatfs(f->fd, &sfs) || fstat(f->fd, &st)) {
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
+			strerror(errno));
+		return 1;
+	}
+	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
+		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
+			"populating it would write it to disk\n", prog, path);
+		return 1;
+	}
+	if (sfs.f_type == HUGETLBFS_MAGIC)
+		f->run.page_size = sfs.f_bsize;
+	if (!f->run.size)
+		f->run.size = st.st_size;
+	f->run.size = (f->run.size + f->run.page_size - 1) &
+		      ~(f->run.page_size - 1);
+	if (!f->run.size) {
+		fprintf(stderr, "%s: %s is empty: give --size\n", prog, path);
+		return 2;
+	}
+	if ((uint64_t)st.st_size < f->run.size &&
+	    ftruncate(f->fd, f->run.size)) {
+		fprintf(stderr, "%s: cannot grow %s to %llu bytes: %s\n", prog,
+			path, (unsigned long long)f->run.size,
+			strerror(errno));
+		return 1;
+	}
+	f->mem = mmap(NULL, f->run.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		      f->fd, 0);
+	if (f->mem == MAP_FAILED) {
+		f->mem = NULL;
+		fprintf(stderr, "%s: cannot map %s: %s\n", prog, path,
+			strerror(errno));
+		return 1;
+	}
+	ret = apply_placement(&f->placement, f->mem, f->run.size);
+	if (ret) {
+		fprintf(stderr, "%s: cannot set the memory policy of %s: %s\n",
+			prog, path, strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+
+/* Where each file's pages are, and the totals; 0, or the exit status */
+static int count_pages(struct file_args *a)
+{
+	unsigned int nr = numa_num_possible_nodes() > 0 ?
+			  numa_num_possible_nodes() : 1, i, node;
+	int ret;
+
+	a->all.nr_nodes = nr;
+	a->all.node_pages = calloc(nr, sizeof(uint64_t));
+	if (!a->all.node_pages)
+		return 1;
+	for (i = 0; i < a->n; i++) {
+		struct run *run = &a->files[i].run;
+
+		run->nr_nodes = nr;
+		run->node_pages = calloc(nr, sizeof(uint64_t));
+		ret = run->node_pages ?
+		      memprepop_node_pages(a->files[i].mem, run->size,
+					   run->node_pages, nr) : -ENOMEM;
+		if (ret) {
+			fprintf(stderr, "%s: cannot read page placement: %s\n",
+				prog, strerror(-ret));
+			return 1;
+		}
+		for (node = 0; node < nr; node++) {
+			run->present += run->node_pages[node];
+			a->all.node_pages[node] += run->node_pages[node];
+		}
+		a->all.present += run->present;
+	}
+	return 0;
+}
+
+/* One call for all files; the report; the exit status */
+static int populate_files(struct file_args *a)
+{
+	struct memprepop_range *ranges = calloc(a->n, sizeof(*ranges));
+	const struct run **runs = calloc(a->n, sizeof(*runs));
+	long psz = sysconf(_SC_PAGESIZE);
+	unsigned int i;
+	int status = 0;
+
+	if (!ranges || !runs) {
+		free(ranges);
+		free(runs);
+		return 1;
+	}
+	for (i = 0; i < a->n; i++) {
+		ranges[i].addr = (uintptr_t)a->files[i].mem;
+		ranges[i].len = a->files[i].run.size;
+		a->all.size += a->files[i].run.size;
+	}
+	progress_bar_start();
+	memprepop_populate_ranges(ranges, a->n, &a->opts, &a->all.res);
+	progress_bar_end();
+	for (i = 0; i < a->n; i++) {
+		struct run *run = &a->files[i].run;
+
+		runs[i] = run;
+		run->lock = a->all.lock;
+		run->res = a->all.res;
+		run->res.populated = run->populated = ranges[i].populated;
+		run->error = ranges[i].error;
+		if (run->error) {
+			explain_failure(run, a->files[i].mem, run->error);
+			status = 1;
+		}
+	}
+	free(ranges);
+	if (count_pages(a)) {
+		free(runs);
+		return 1;
+	}
+	report_files(runs, a->n, &a->all);
+	free(runs);
+	for (i = 0; i < a->n; i++) {
+		const struct run *run = &a->files[i].run;
+
+		if (!run->error && run->present != run->size / psz) {
+			fprintf(stderr, "%s: %s: only %llu of %llu pages are "
+				"present\n", prog, run->what,
+				(unsigned long long)run->present,
+				(unsigned long long)(run->size / psz));
+			status = 1;
+		}
+	}
+	return status;
+}
+
+int cmd_file(int argc, char **argv)
+{
+	struct file_args a;
+	unsigned int i;
+	int ret;
+
+	ret = parse_file_args(argc, argv, &a);
+	if (!ret) {
+		for (i = 0; i < a.n && !ret; i++)
+			ret = map_file(&a.files[i]);
+		if (!ret)
+			ret = populate_files(&a);
+	} else if (ret == 1) {
+		ret = 0;
+	}
+	for (i = 0; i < a.n; i++) {
+		if (a.files[i].mem)
+			munmap(a.files[i].mem, a.files[i].run.size);
+		if (a.files[i].fd >= 0)
+			close(a.files[i].fd);
+		free(a.files[i].run.node_pages);
+	}
+	free(a.files);
+	free(a.all.node_pages);
+	return ret;
+}
