@@ -5,6 +5,7 @@
 #ifndef _MEMPREPOP_COMPAT_H
 #define _MEMPREPOP_COMPAT_H
 
+#include <linux/eventfd.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/pagevec.h>
@@ -64,6 +65,16 @@ static inline void mpp_lru_add_drain(void)
 
 	pagevec_init(&pvec);
 	__pagevec_release(&pvec);
+#endif
+}
+
+/* 6.8 dropped the count argument of eventfd_signal(): it adds 1 */
+static inline void mpp_eventfd_signal(struct eventfd_ctx *ctx)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+	eventfd_signal(ctx);
+#else
+	eventfd_signal(ctx, 1);
 #endif
 }
 

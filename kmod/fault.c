@@ -119,15 +119,15 @@ static int mpp_mmap_read_lock(struct mm_struct *mm, bool caller)
 	return 0;
 }
 
-/* Should a thread working on @req stop at @addr? */
-static bool mpp_should_stop(struct mpp_request *req, unsigned long addr,
-			    bool caller)
+/* Should a thread working on @chunk stop at @addr? */
+static bool mpp_should_stop(struct mpp_request *req, struct mpp_chunk *chunk,
+			    unsigned long addr, bool caller)
 {
 	if (READ_ONCE(req->killed))
 		return true;
 	if (caller && fatal_signal_pending(current))
 		return true;
-	return addr >= READ_ONCE(req->stop_at);
+	return addr >= READ_ONCE(chunk->seg->range->stop_at);
 }
 
 /*
@@ -198,7 +198,7 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		unsigned long nr;
 		long got;
 
-		if (mpp_should_stop(req, addr, caller)) {
+		if (mpp_should_stop(req, chunk, addr, caller)) {
 			ret = caller && fatal_signal_pending(current) ?
 			      -EINTR : -ECANCELED;
 			break;
@@ -254,7 +254,7 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		if (caller && time_after_eq(jiffies, req->next_sync)) {
 			/* @control is user memory: never touched under the lock */
 			mmap_read_unlock(mm);
-			mpp_control_sync(req);
+			mpp_control_sync(req, true);
 			vma = NULL;
 			if (mpp_mmap_read_lock(mm, caller)) {
 				ret = -EINTR;

@@ -28,6 +28,7 @@
 
 struct cgroup_subsys_state;
 struct cred;
+struct eventfd_ctx;
 struct css_set;
 struct mem_cgroup;
 struct mm_struct;
@@ -35,7 +36,11 @@ struct task_struct;
 struct vm_area_struct;
 
 /* Flags the module accepts in struct memprepop_populate.flags. */
-#define MEMPREPOP_F_SUPPORTED	MEMPREPOP_F_REQUIRE_MLOCKED
+#define MEMPREPOP_F_SUPPORTED	(MEMPREPOP_F_REQUIRE_MLOCKED | \
+				 MEMPREPOP_F_BACKGROUND | MEMPREPOP_F_EVENTFD)
+
+/* Most ranges in one call: their state is 64 bytes each, charged */
+#define MPP_MAX_RANGES		65536
 
 /* The unit of work handed to a worker; also the kill latency bound. */
 #define MPP_CHUNK_SIZE		(16UL << 20)
@@ -79,7 +84,37 @@ struct mpp_identity_saved {
 };
 
 /**
- * struct mpp_segment - a run of the range that one placement rule covers
+ * struct mpp_range - one range of a request, reported as a call of its own
+ * @start: start of the range
+ * @end: end of the range
+ * @bad: the range's own -EINVAL (unaligned, wraps): nothing of it is done
+ * @stop_at: nothing at or above it is populated any more: the lowest
+ *	failure, or the end of what the plan could cover; under
+ *	&mpp_request.lock
+ * @err: the errno of the failure at @stop_at
+ * @hole_at: the first hole the plan stepped over, on kernels whose
+ *	madvise() goes on past holes (compat.h); @end when none
+ * @first_seg: index of its first segment
+ * @nr_segs: its segments
+ * @first_chunk: index of its first chunk among all the request's chunks
+ * @nr_chunks: its chunks
+ */
+struct mpp_range {
+	unsigned long start;
+	unsigned long end;
+	int bad;
+	unsigned long stop_at;
+	int err;
+	unsigned long hole_at;
+	unsigned int first_seg;
+	unsigned int nr_segs;
+	unsigned long first_chunk;
+	unsigned long nr_chunks;
+};
+
+/**
+ * struct mpp_segment - a run of a range that one placement rule covers
+ * @range: the range it is part of
  * @start: first address, page aligned
  * @end: end address, page aligned
  * @chunk_size: chunks are cut at multiples of it (at least the page size of
@@ -93,6 +128,7 @@ struct mpp_identity_saved {
  *	ranges, whose faults wait for a handler: only the caller is killable)
  */
 struct mpp_segment {
+	struct mpp_range *range;
 	unsigned long start;
 	unsigned long end;
 	unsigned long chunk_size;
@@ -149,33 +185,36 @@ struct mpp_handoff {
 
 /**
  * struct mpp_request - one MEMPREPOP_IOC_POPULATE call
- * @ref: held by the caller and by each worker
- * @mm: the caller's mm, with a user reference
+ * @ref: held by the caller (or the file, in the background) and by each
+ *	worker
+ * @mm: the caller's mm; the request holds it with mmgrab() only, and each
+ *	thread takes a user reference for as long as it faults, so that the
+ *	process exiting ends the request rather than keeping its memory
  * @id: the caller's identity, which its workers take on
+ * @args: the call's structure, as the module knows it; outputs go there
+ * @uargs: where the caller has it
+ * @usize: its size there
+ * @t0: when the call started, ktime_get_ns()
  * @flags: %MEMPREPOP_F_* of the call
- * @start: start of the range
- * @end: end of the range
+ * @ranges: the ranges, @nr_ranges of them: the call's one range when it
+ *	gave none
  * @caller_node: the node the caller ran on when it called
  * @task_pol: the memory policy workers fault with where a range has no VMA
  *	policy: a copy of the caller's task policy, or, when it has none or a
  *	local one, a preferred-node policy for the caller's node, which does
  *	not depend on where the faulting thread runs
- * @segs: the plan, in address order
+ * @segs: the plan, range by range, each in address order
  * @nr_segs: segments in @segs
  * @nr_chunks: chunks in all segments
  * @chunk_done: bit per chunk, set when it was populated completely
- * @lock: protects @stop_at, @err and @partial
- * @stop_at: nothing at or above it is populated any more: the lowest
- *	failure, or the end of what the plan could cover
- * @err: the errno of the failure at @stop_at
- * @hole_at: the first hole the plan stepped over, on kernels whose
- *	madvise() goes on past holes (compat.h); @end when none
- * @killed: a fatal signal reached the caller, or it was cancelled;
- *	everyone stops
- * @abort_err: why the call was stopped other than by a failure in the
- *	range: -ECANCELED through @control, -EFAULT for a bad @control
+ * @lock: protects the ranges' @stop_at and @err, @partial, @handoffs and
+ *	@poll_wq
+ * @killed: a fatal signal reached the caller, it was cancelled, or its
+ *	file was released; everyone stops
+ * @abort_err: why the call was stopped other than by a failure in a range:
+ *	-ECANCELED through @control, -EFAULT for a bad @control
  * @control: where the caller follows the progress, or NULL
- * @next_sync: jiffies when the caller next syncs @control
+ * @next_sync: jiffies when @control is next synced
  * @bytes_done: bytes populated so far
  * @partial: per chunk that a kill interrupted, where it stopped
  * @nr_partial: entries in @partial
@@ -184,6 +223,10 @@ struct mpp_handoff {
  * @nr_workers: number of workers
  * @active: workers still running
  * @wq: the caller waits here for the workers and for handoffs
+ * @caller_segs: segments only the caller may fault are in the plan
+ * @poll_wq: in the background, the file's poll wait queue while the file
+ *	is open, told when the request wants to be reaped
+ * @eventfd: in the background, the eventfd told the same, or NULL
  * @nr_stat_nodes: nodes counted in @node_pages, 0 for no statistics
  * @node_pages: pages found per node, a row of @nr_stat_nodes for the caller
  *	then one per worker
@@ -192,9 +235,13 @@ struct mpp_request {
 	struct kref ref;
 	struct mm_struct *mm;
 	struct mpp_identity id;
+	struct memprepop_populate args;
+	void __user *uargs;
+	size_t usize;
+	u64 t0;
 	u64 flags;
-	unsigned long start;
-	unsigned long end;
+	struct mpp_range *ranges;
+	unsigned int nr_ranges;
 	int caller_node;
 	struct mempolicy task_pol;
 
@@ -203,10 +250,7 @@ struct mpp_request {
 	unsigned long nr_chunks;
 	unsigned long *chunk_done;
 
-	spinlock_t lock;	/* @stop_at, @err, @partial, @handoffs */
-	unsigned long stop_at;
-	int err;
-	unsigned long hole_at;
+	spinlock_t lock;	/* ranges' @stop_at, @err; @partial, ... */
 	bool killed;
 	int abort_err;
 	struct memprepop_control __user *control;
@@ -223,13 +267,20 @@ struct mpp_request {
 	unsigned int nr_workers;
 	atomic_t active;
 	wait_queue_head_t wq;
+	bool caller_segs;
+	struct wait_queue_head *poll_wq;
+	struct eventfd_ctx *eventfd;
 
 	unsigned int nr_stat_nodes;
 	u64 *node_pages;
 };
 
 /* populate.c */
-int memprepop_populate(struct mm_struct *mm, struct memprepop_populate *req);
+struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
+				       void __user *uargs, size_t usize,
+				       struct wait_queue_head *poll_wq);
+int mpp_populate_finish(struct mpp_request *req);
+bool mpp_populate_ready(struct mpp_request *req);
 
 /* workers.c */
 int mpp_workers_start(struct mpp_request *req, unsigned int max_workers);
@@ -247,11 +298,13 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 
 /* request.c */
 struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
-				      unsigned long start, unsigned long end,
-				      u64 flags, unsigned int nr_stat_nodes);
+				      unsigned int nr_ranges,
+				      unsigned int nr_stat_nodes);
 void mpp_request_put(struct mpp_request *req);
-void mpp_stop(struct mpp_request *req, unsigned long addr, int err);
+void mpp_stop(struct mpp_request *req, struct mpp_range *range,
+	      unsigned long addr, int err);
 void mpp_kill(struct mpp_request *req);
+void mpp_notify(struct mpp_request *req);
 bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
 	       struct mpp_chunk *chunk);
 void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
@@ -260,8 +313,9 @@ void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
 		 unsigned long reached);
 bool mpp_take_handoff(struct mpp_request *req, struct mpp_chunk *chunk);
 bool mpp_has_handoff(struct mpp_request *req);
-void mpp_control_sync(struct mpp_request *req);
-unsigned long mpp_populated_end(struct mpp_request *req);
+void mpp_control_sync(struct mpp_request *req, bool caller);
+unsigned long mpp_populated_end(struct mpp_request *req,
+				struct mpp_range *range);
 
 /* identity.c */
 void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);

@@ -6,6 +6,10 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/sched.h>
 #include <linux/uaccess.h>
 
@@ -21,6 +25,20 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 	       _IOC_DIR(cmd) == _IOC_DIR(want);
 }
 
+/**
+ * struct mpp_file - an open /dev/memprepop
+ * @lock: serializes starting and reaping its background request
+ * @bg_lock: protects @bg for poll()
+ * @bg: its background request, until reaped
+ * @poll_wq: poll() waits here for @bg to want its caller
+ */
+struct mpp_file {
+	struct mutex lock;	/* starting and reaping @bg */
+	spinlock_t bg_lock;	/* @bg */
+	struct mpp_request *bg;
+	struct wait_queue_head poll_wq;
+};
+
 static long memprepop_ioctl_info(void __user *uarg, size_t usize)
 {
 	struct memprepop_info info = {
@@ -28,6 +46,8 @@ static long memprepop_ioctl_info(void __user *uarg, size_t usize)
 		.populate_size = sizeof(struct memprepop_populate),
 		.info_size = sizeof(struct memprepop_info),
 		.max_workers = num_online_cpus(),
+		.max_ranges = MPP_MAX_RANGES,
+		.range_size = sizeof(struct memprepop_range),
 	};
 
 	if (usize < MEMPREPOP_INFO_SIZE_VER0)
@@ -42,49 +62,176 @@ static long memprepop_ioctl_info(void __user *uarg, size_t usize)
 	return 0;
 }
 
-static long memprepop_ioctl_populate(void __user *uarg, size_t usize)
+static void mpp_file_set_bg(struct mpp_file *f, struct mpp_request *req)
 {
-	struct memprepop_populate req;
-	int ret, copy_ret;
+	spin_lock(&f->bg_lock);
+	f->bg = req;
+	spin_unlock(&f->bg_lock);
+}
+
+static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
+				     size_t usize)
+{
+	struct memprepop_populate args;
+	struct mpp_request *req;
+	int ret;
 
 	if (usize < MEMPREPOP_POPULATE_SIZE_VER0)
 		return -EINVAL;
-	ret = copy_struct_from_user(&req, sizeof(req), uarg, usize);
+	ret = copy_struct_from_user(&args, sizeof(args), uarg, usize);
 	if (ret)
 		return ret;
-	if (req.flags & ~MEMPREPOP_F_SUPPORTED)
-		return -EINVAL;
 	/* A thread without an mm (a kernel thread) has nothing to populate */
 	if (!current->mm)
 		return -EINVAL;
 	/* As madvise() takes it: a tagged pointer names the same memory */
-	req.addr = untagged_addr(req.addr);
+	args.addr = untagged_addr(args.addr);
 
-	ret = memprepop_populate(current->mm, &req);
+	if (!(args.flags & MEMPREPOP_F_BACKGROUND)) {
+		req = mpp_populate_start(&args, uarg, usize, NULL);
+		if (IS_ERR_OR_NULL(req)) {
+			/* Nothing done: the outputs are zero */
+			if (copy_to_user(uarg, &args, min(usize, sizeof(args))))
+				return -EFAULT;
+			return PTR_ERR_OR_ZERO(req);
+		}
+		ret = mpp_populate_finish(req);
+		mpp_request_put(req);
+		return ret;
+	}
 
-	copy_ret = copy_to_user(uarg, &req, min(usize, sizeof(req)));
-	if (copy_ret && !ret)
-		ret = -EFAULT;
+	if (mutex_lock_killable(&f->lock))
+		return -EINTR;
+	if (f->bg) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	req = mpp_populate_start(&args, uarg, usize, &f->poll_wq);
+	if (IS_ERR(req)) {
+		ret = PTR_ERR(req);
+		goto out_unlock;
+	}
+	mpp_file_set_bg(f, req);
+	ret = 0;
+out_unlock:
+	mutex_unlock(&f->lock);
+	return ret;
+}
+
+static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
+				 size_t usize)
+{
+	struct memprepop_wait args;
+	struct mpp_request *req;
+	int ret;
+
+	if (usize < MEMPREPOP_WAIT_SIZE_VER0)
+		return -EINVAL;
+	ret = copy_struct_from_user(&args, sizeof(args), uarg, usize);
+	if (ret)
+		return ret;
+	if ((args.flags & ~MEMPREPOP_WAIT_NOHANG) || args.__reserved)
+		return -EINVAL;
+
+	if (mutex_lock_killable(&f->lock))
+		return -EINTR;
+	req = f->bg;
+	if (!req) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	if (req->mm != current->mm) {
+		ret = -EPERM;
+		goto out_unlock;
+	}
+	if ((args.flags & MEMPREPOP_WAIT_NOHANG) &&
+	    (atomic_read(&req->active) || req->caller_segs ||
+	     mpp_has_handoff(req))) {
+		ret = -EAGAIN;
+		goto out_unlock;
+	}
+	args.result = mpp_populate_finish(req);
+	if (args.result == -EINTR && fatal_signal_pending(current)) {
+		/* Dying: the release of the file will see to the request */
+		ret = -EINTR;
+		goto out_unlock;
+	}
+	mpp_file_set_bg(f, NULL);
+	mpp_request_put(req);
+	ret = copy_to_user(uarg, &args, min(usize, sizeof(args))) ?
+	      -EFAULT : 0;
+out_unlock:
+	mutex_unlock(&f->lock);
 	return ret;
 }
 
 static long memprepop_ioctl(struct file *file, unsigned int cmd,
 			    unsigned long arg)
 {
+	struct mpp_file *f = file->private_data;
 	void __user *uarg = (void __user *)arg;
 	size_t usize = _IOC_SIZE(cmd);
 
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_INFO))
 		return memprepop_ioctl_info(uarg, usize);
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_POPULATE))
-		return memprepop_ioctl_populate(uarg, usize);
+		return memprepop_ioctl_populate(f, uarg, usize);
+	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_WAIT))
+		return memprepop_ioctl_wait(f, uarg, usize);
 	return -ENOTTY;
+}
+
+static __poll_t memprepop_poll(struct file *file, poll_table *wait)
+{
+	struct mpp_file *f = file->private_data;
+	__poll_t mask = 0;
+
+	poll_wait(file, &f->poll_wq, wait);
+	spin_lock(&f->bg_lock);
+	if (f->bg && mpp_populate_ready(f->bg))
+		mask = EPOLLIN | EPOLLRDNORM;
+	spin_unlock(&f->bg_lock);
+	return mask;
+}
+
+static int memprepop_open(struct inode *inode, struct file *file)
+{
+	struct mpp_file *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	if (!f)
+		return -ENOMEM;
+	mutex_init(&f->lock);
+	spin_lock_init(&f->bg_lock);
+	init_waitqueue_head(&f->poll_wq);
+	file->private_data = f;
+	return nonseekable_open(inode, file);
+}
+
+/* The last close: a background request not reaped is cancelled */
+static int memprepop_release(struct inode *inode, struct file *file)
+{
+	struct mpp_file *f = file->private_data;
+	struct mpp_request *req = f->bg;
+
+	if (req) {
+		spin_lock(&req->lock);
+		req->poll_wq = NULL;
+		spin_unlock(&req->lock);
+		mpp_kill(req);
+		mpp_request_put(req);
+	}
+	kfree(f);
+	return 0;
 }
 
 static const struct file_operations memprepop_fops = {
 	.owner		= THIS_MODULE,
+	.open		= memprepop_open,
+	.release	= memprepop_release,
 	.unlocked_ioctl	= memprepop_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.poll		= memprepop_poll,
 	.llseek		= noop_llseek,
 };
 

@@ -147,6 +147,7 @@ static void mpp_shmem_nodes(const struct mpp_request *req,
 
 /* Append [start, end) to the plan, merged with the run before if alike. */
 static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
+			   struct mpp_range *range,
 			   unsigned long start, unsigned long end,
 			   const nodemask_t *nodes, unsigned long page_size,
 			   bool caller_only)
@@ -156,7 +157,8 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
 
 	if (req->nr_segs) {
 		seg = &req->segs[req->nr_segs - 1];
-		if (seg->end == start && seg->chunk_size == chunk_size &&
+		if (seg->range == range && seg->end == start &&
+		    seg->chunk_size == chunk_size &&
 		    seg->caller_only == caller_only &&
 		    nodes_equal(seg->nodes, *nodes)) {
 			seg->end = end;
@@ -179,6 +181,7 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
 	}
 	seg = &req->segs[req->nr_segs++];
 	memset(seg, 0, sizeof(*seg));
+	seg->range = range;
 	seg->start = start;
 	seg->end = end;
 	seg->chunk_size = chunk_size;
@@ -187,72 +190,98 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
 	return 0;
 }
 
-/**
- * mpp_plan() - cut the range into segments, each with its placement
- * @req: the request, in the caller's context
- *
- * Walks the VMAs once. A mapping that cannot be populated ends the plan
- * there, and the request is stopped at that address with madvise's errno
- * for it: everything below is still populated. A hole does the same where
- * the running kernel's madvise() stops at holes; before 6.9 it is stepped
- * over and remembered, as madvise() remembers ENOMEM and goes on (compat.h).
- *
- * Return: 0, -EINTR or -ENOMEM.
+/*
+ * Plan one range: walk its VMAs once. A mapping that cannot be populated
+ * ends the range's plan there, and the range is stopped at that address
+ * with madvise's errno for it: everything below is still populated. A hole
+ * does the same where the running kernel's madvise() stops at holes; before
+ * 6.9 it is stepped over and remembered, as madvise() remembers ENOMEM and
+ * goes on (compat.h).
  */
-int mpp_plan(struct mpp_request *req)
+static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
+			  unsigned int *cap)
 {
 	struct mm_struct *mm = req->mm;
-	unsigned long addr = req->start;
-	unsigned int cap = 0, i;
-	int ret = 0;
+	unsigned long addr = range->start;
 
-	if (mmap_read_lock_killable(mm))
-		return -EINTR;
-	while (addr < req->end) {
+	range->first_seg = req->nr_segs;
+	while (addr < range->end) {
 		struct vm_area_struct *vma = vma_lookup(mm, addr);
 		unsigned long end;
 		nodemask_t nodes;
 		int err;
 
 		if (!vma && !MPP_HOLES_STOP) {
-			req->hole_at = min(req->hole_at, addr);
+			range->hole_at = min(range->hole_at, addr);
 			vma = find_vma(mm, addr);
-			if (!vma || vma->vm_start >= req->end)
+			if (!vma || vma->vm_start >= range->end)
 				break;
 			addr = vma->vm_start;
 		}
 		if (!vma) {
-			mpp_stop(req, addr, -ENOMEM);
+			mpp_stop(req, range, addr, -ENOMEM);
 			break;
 		}
 		err = mpp_check_vma(req, vma);
 		if (err) {
-			mpp_stop(req, addr, err);
+			mpp_stop(req, range, addr, err);
 			break;
 		}
-		end = min(req->end, vma->vm_end);
+		end = min(range->end, vma->vm_end);
 		if (mpp_vma_is_shmem(vma))
 			mpp_shmem_nodes(req, vma, addr, &end, &nodes);
 		else
 			mpp_policy_nodes(req, vma->vm_policy ?: &req->task_pol,
 					 &nodes);
-		ret = mpp_add_segment(req, &cap, addr, end, &nodes,
+		err = mpp_add_segment(req, cap, range, addr, end, &nodes,
 				      vma_kernel_pagesize(vma),
 				      userfaultfd_armed(vma));
-		if (ret)
-			break;
+		if (err)
+			return err;
 		addr = end;
 	}
-	mmap_read_unlock(mm);
+	range->nr_segs = req->nr_segs - range->first_seg;
+	return 0;
+}
+
+/**
+ * mpp_plan() - cut every range into segments, each with its placement
+ * @req: the request, in the caller's context
+ *
+ * Return: 0, -EINTR or -ENOMEM.
+ */
+int mpp_plan(struct mpp_request *req)
+{
+	unsigned int cap = 0, i;
+	int ret = 0;
+
+	if (mmap_read_lock_killable(req->mm))
+		return -EINTR;
+	for (i = 0; i < req->nr_ranges && !ret; i++) {
+		struct mpp_range *range = &req->ranges[i];
+
+		if (!range->bad)
+			ret = mpp_plan_range(req, range, &cap);
+		if (i % 64 == 63)
+			cond_resched();
+	}
+	mmap_read_unlock(req->mm);
+	if (ret)
+		return ret;
 
 	for (i = 0; i < req->nr_segs; i++) {
 		struct mpp_segment *seg = &req->segs[i];
 
+		if (seg == &req->segs[seg->range->first_seg])
+			seg->range->first_chunk = req->nr_chunks;
 		seg->first_chunk = req->nr_chunks;
 		seg->nr_chunks = (ALIGN(seg->end, seg->chunk_size) -
 				  ALIGN_DOWN(seg->start, seg->chunk_size)) /
 				 seg->chunk_size;
+		seg->range->nr_chunks += seg->nr_chunks;
 		req->nr_chunks += seg->nr_chunks;
+		if (seg->caller_only)
+			req->caller_segs = true;
 	}
-	return ret;
+	return 0;
 }

@@ -6,41 +6,44 @@
  * written to @control, and, from all that, exactly how far the range got.
  */
 #include <linux/bitmap.h>
+#include <linux/eventfd.h>
+#include <linux/poll.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
+#include "compat.h"
 #include "internal.h"
 
 /**
- * mpp_request_alloc() - a request for [@start, @end) of @mm
- * @mm: the caller's mm, which the request holds a user reference on
- * @start: start of the range
- * @end: end of the range
- * @flags: %MEMPREPOP_F_* of the call
+ * mpp_request_alloc() - a request of @nr_ranges ranges of @mm
+ * @mm: the caller's mm, which the request holds with mmgrab()
+ * @nr_ranges: its ranges, filled in by the caller
  * @nr_stat_nodes: nodes to count pages on, 0 for no statistics
  *
  * Return: the request, with one reference for the caller, or NULL.
  */
 struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
-				      unsigned long start, unsigned long end,
-				      u64 flags, unsigned int nr_stat_nodes)
+				      unsigned int nr_ranges,
+				      unsigned int nr_stat_nodes)
 {
 	struct mpp_request *req;
 
 	req = kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
 	if (!req)
 		return NULL;
+	req->ranges = kvcalloc(nr_ranges, sizeof(*req->ranges),
+			       GFP_KERNEL_ACCOUNT);
+	if (!req->ranges) {
+		kfree(req);
+		return NULL;
+	}
+	req->nr_ranges = nr_ranges;
 	kref_init(&req->ref);
-	mmget(mm);
+	mmgrab(mm);
 	req->mm = mm;
-	req->flags = flags;
-	req->start = start;
-	req->end = end;
-	req->stop_at = end;
-	req->hole_at = end;
 	req->nr_stat_nodes = nr_stat_nodes;
 	spin_lock_init(&req->lock);
 	INIT_LIST_HEAD(&req->handoffs);
@@ -56,13 +59,16 @@ static void mpp_request_release(struct kref *ref)
 
 	list_for_each_entry_safe(h, tmp, &req->handoffs, node)
 		kfree(h);
+	if (req->eventfd)
+		eventfd_ctx_put(req->eventfd);
 	mpp_identity_destroy(&req->id);
 	kvfree(req->node_pages);
 	kfree(req->partial);
 	kvfree(req->workers);
 	kvfree(req->chunk_done);
 	kvfree(req->segs);
-	mmput(req->mm);
+	kvfree(req->ranges);
+	mmdrop(req->mm);
 	kfree(req);
 }
 
@@ -72,22 +78,43 @@ void mpp_request_put(struct mpp_request *req)
 }
 
 /**
- * mpp_stop() - nothing at or above @addr is to be populated any more
+ * mpp_stop() - nothing at or above @addr of @range is to be populated
  * @req: the request
+ * @range: the range
  * @addr: where it failed
  * @err: why
  *
- * The lowest failure wins: everything below it is still populated, so that
- * the call ends exactly where madvise(MADV_POPULATE_WRITE) would have.
+ * The lowest failure wins: everything of the range below it is still
+ * populated, so that the range ends exactly where
+ * madvise(MADV_POPULATE_WRITE) of it would have. Other ranges go on.
  */
-void mpp_stop(struct mpp_request *req, unsigned long addr, int err)
+void mpp_stop(struct mpp_request *req, struct mpp_range *range,
+	      unsigned long addr, int err)
 {
 	spin_lock(&req->lock);
-	if (addr < req->stop_at) {
-		WRITE_ONCE(req->stop_at, addr);
-		req->err = err;
+	if (addr < range->stop_at) {
+		WRITE_ONCE(range->stop_at, addr);
+		range->err = err;
 	}
 	spin_unlock(&req->lock);
+}
+
+/**
+ * mpp_notify() - wake whoever waits for the request to want its caller
+ * @req: the request: its last worker is done, or a chunk was handed back
+ *
+ * The calling thread waits on @wq; in the background, poll() on the file
+ * and the eventfd are told as well.
+ */
+void mpp_notify(struct mpp_request *req)
+{
+	wake_up(&req->wq);
+	spin_lock(&req->lock);
+	if (req->poll_wq)
+		wake_up_poll(req->poll_wq, EPOLLIN | EPOLLRDNORM);
+	spin_unlock(&req->lock);
+	if (req->eventfd)
+		mpp_eventfd_signal(req->eventfd);
 }
 
 /* Everyone stops: the caller was killed, or cancelled the call */
@@ -137,9 +164,15 @@ bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
 		chunk->index = seg->first_chunk + index;
 		chunk->start = mpp_chunk_start(seg, index);
 		chunk->end = min(seg->end, mpp_chunk_start(seg, index + 1));
-		/* Segments are in address order: all the rest is stopped too */
-		if (chunk->start >= READ_ONCE(req->stop_at))
-			return false;
+		/*
+		 * A range's segments are in address order: the rest of the
+		 * range is stopped too, go on with the next range.
+		 */
+		if (chunk->start >= READ_ONCE(seg->range->stop_at)) {
+			*next_seg = seg->range->first_seg +
+				    seg->range->nr_segs - 1;
+			continue;
+		}
 		return true;
 	}
 	return false;
@@ -163,7 +196,7 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 	if (err == -EINTR)
 		mpp_kill(req);
 	if (err != -ECANCELED && err != -EINTR) {
-		mpp_stop(req, reached, err);
+		mpp_stop(req, chunk->seg->range, reached, err);
 		return;
 	}
 	/*
@@ -207,7 +240,7 @@ void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
 	spin_lock(&req->lock);
 	list_add_tail(&h->node, &req->handoffs);
 	spin_unlock(&req->lock);
-	wake_up(&req->wq);
+	mpp_notify(req);
 }
 
 /* The calling thread takes a chunk a worker handed back, if there is one */
@@ -240,29 +273,49 @@ bool mpp_has_handoff(struct mpp_request *req)
 
 /**
  * mpp_control_sync() - tell @control how far the call got, read @cancel
- * @req: the request, in the caller's context, without mmap_lock
+ * @req: the request, without mmap_lock
+ * @caller: true in the calling thread, false in a worker
  *
- * A control the caller cannot write or read fails the call with EFAULT.
+ * One thread at a time does it, whichever reaches @next_sync first. A
+ * control the caller cannot write or read fails the call with EFAULT. A
+ * worker, which is not killable, never faults @control in (it might be
+ * userfaultfd-armed): when it is not present the caller, or the reaping
+ * thread, does it.
  */
-void mpp_control_sync(struct mpp_request *req)
+void mpp_control_sync(struct mpp_request *req, bool caller)
 {
+	unsigned long next = READ_ONCE(req->next_sync);
 	u32 cancel;
+	int ret;
 
-	req->next_sync = jiffies + msecs_to_jiffies(MPP_SYNC_MS);
-	if (!req->control || req->abort_err)
+	if (!req->control || READ_ONCE(req->abort_err) ||
+	    time_before(jiffies, next))
 		return;
-	if (put_user(atomic64_read(&req->bytes_done), &req->control->done) ||
-	    get_user(cancel, &req->control->cancel))
-		req->abort_err = -EFAULT;
+	if (cmpxchg(&req->next_sync, next,
+		    jiffies + msecs_to_jiffies(MPP_SYNC_MS)) != next)
+		return;
+	if (!caller)
+		pagefault_disable();
+	ret = put_user(atomic64_read(&req->bytes_done), &req->control->done);
+	if (!ret)
+		ret = get_user(cancel, &req->control->cancel);
+	if (!caller) {
+		pagefault_enable();
+		if (ret)
+			return;
+	}
+	if (ret)
+		cmpxchg(&req->abort_err, 0, -EFAULT);
 	else if (cancel)
-		req->abort_err = -ECANCELED;
-	if (req->abort_err)
+		cmpxchg(&req->abort_err, 0, -ECANCELED);
+	if (READ_ONCE(req->abort_err))
 		mpp_kill(req);
 }
 
 /**
- * mpp_populated_end() - how far the range got
+ * mpp_populated_end() - how far a range got
  * @req: the request, its threads done or the caller killed
+ * @range: the range
  *
  * The end of what is populated from the start of the range. Chunks below the
  * lowest failure all complete unless the caller is killed, so it is: the
@@ -272,14 +325,19 @@ void mpp_control_sync(struct mpp_request *req)
  *
  * Return: the end address of the populated start of the range.
  */
-unsigned long mpp_populated_end(struct mpp_request *req)
+unsigned long mpp_populated_end(struct mpp_request *req,
+				struct mpp_range *range)
 {
-	unsigned long first = find_first_zero_bit(req->chunk_done,
-						  req->nr_chunks);
-	unsigned long end = req->end, stop_at = req->stop_at;
+	unsigned long last = range->first_chunk + range->nr_chunks;
+	unsigned long first = find_next_zero_bit(req->chunk_done, last,
+						 range->first_chunk);
+	unsigned long end = range->end, stop_at = range->stop_at;
 	unsigned int i;
 
-	for (i = 0; first < req->nr_chunks && i < req->nr_segs; i++) {
+	if (range->bad)
+		return range->start;
+	for (i = range->first_seg;
+	     first < last && i < range->first_seg + range->nr_segs; i++) {
 		const struct mpp_segment *seg = &req->segs[i];
 		unsigned long index = first - seg->first_chunk;
 		unsigned long chunk_end;
@@ -293,10 +351,9 @@ unsigned long mpp_populated_end(struct mpp_request *req)
 		break;
 	}
 	spin_lock(&req->lock);
-	for (i = 0; i < req->nr_partial; i++)
+	for (i = 0; first < last && i < req->nr_partial; i++)
 		if (req->partial[i].chunk == first)
 			end = req->partial[i].addr;
 	spin_unlock(&req->lock);
-	return min3(end, stop_at, req->hole_at);
+	return min3(end, stop_at, range->hole_at);
 }
-

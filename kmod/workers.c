@@ -111,6 +111,32 @@ static void mpp_threads_put(struct mm_struct *mm, unsigned int nr)
 	kfree(gone);
 }
 
+/*
+ * Fault one chunk as a worker: with a user reference on the mm for as long
+ * as it faults, which it cannot have once the process has exited: then the
+ * request is over.
+ */
+static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
+{
+	struct mpp_request *req = w->req;
+	unsigned long reached = chunk->start;
+	int ret = -ECANCELED;
+
+	if (mmget_not_zero(req->mm)) {
+		ret = mpp_fault_chunk(req, chunk, false, w->node_pages,
+				      &reached);
+		mmput_async(req->mm);
+	} else {
+		mpp_kill(req);
+	}
+	if (ret == MPP_HANDOFF)
+		mpp_handoff(req, chunk, reached);
+	else
+		mpp_chunk_finish(req, chunk, reached, ret);
+	/* Progress and cancel, when the caller is not there to see to it */
+	mpp_control_sync(req, false);
+}
+
 static int mpp_worker_fn(void *data)
 {
 	struct mpp_worker *w = data;
@@ -120,24 +146,15 @@ static int mpp_worker_fn(void *data)
 
 	mpp_identity_enter(&req->id, req->mm, &saved);
 	mpp_policy_enter(w->pol);
-	while (mpp_claim(req, w->node, &w->next_seg, &chunk)) {
-		unsigned long reached;
-		int ret;
-
-		ret = mpp_fault_chunk(req, &chunk, false, w->node_pages,
-				      &reached);
-		if (ret == MPP_HANDOFF)
-			mpp_handoff(req, &chunk, reached);
-		else
-			mpp_chunk_finish(req, &chunk, reached, ret);
-	}
+	while (mpp_claim(req, w->node, &w->next_seg, &chunk))
+		mpp_worker_chunk(w, &chunk);
 	mpp_policy_leave();
 	kfree(w->pol);
 	mpp_identity_leave(req->mm, &saved);
 
 	mpp_threads_put(req->mm, 1);
 	if (atomic_dec_and_test(&req->active))
-		wake_up(&req->wq);
+		mpp_notify(req);
 	mpp_request_put(req);
 	module_put_and_kthread_exit(0);
 }
@@ -215,7 +232,9 @@ static unsigned int mpp_count_workers(struct mpp_request *req,
 	mpp_serve(req, cpus, demand);
 	for_each_online_node(nid)
 		sum += demand[nid];
-	if (sum < MPP_MIN_PER_WORKER)
+	/* In the background, even a small request is not the caller's */
+	if (!sum || (sum < MPP_MIN_PER_WORKER &&
+		     !(req->flags & MEMPREPOP_F_BACKGROUND)))
 		goto out_free;
 
 	for_each_online_node(nid) {
@@ -362,6 +381,7 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
 		/* No worker: all of it in the caller's own context */
 		for (i = 0; i < req->nr_segs; i++)
 			req->segs[i].caller_only = true;
+		req->caller_segs = req->nr_segs;
 	} else {
 		/* Nodes without workers are served by the nearest with some */
 		mpp_serve(req, created_on, NULL);

@@ -21,103 +21,11 @@
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
 #include "uffd_helpers.h"
+#include "worker_helpers.h"
 
 static int open_dev(void)
 {
 	return open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
-}
-
-/* --- worker threads seen from /proc ------------------------------------- */
-
-struct worker_stat {
-	int policy;
-	int nice;
-	long uclamp_min;	/* -1: not shown (no CONFIG_UCLAMP_TASK) */
-	long uclamp_max;
-};
-
-/* What sched_setattr(2) and sched_getattr(2) take, up to the clamps */
-struct sched_attr_clamps {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
-
-/* Utilization clamps of a task, as sched_getattr(2) reports them */
-static void read_uclamp(const char *pid, struct worker_stat *ws)
-{
-	struct sched_attr_clamps attr = { 0 };
-
-	ws->uclamp_min = ws->uclamp_max = -1;
-	if (syscall(SYS_sched_getattr, atoi(pid), &attr, sizeof(attr), 0))
-		return;
-	ws->uclamp_min = attr.sched_util_min;
-	ws->uclamp_max = attr.sched_util_max;
-}
-
-/*
- * The memprepop workers alive now, as /proc/PID/stat shows them: fills up
- * to @max of @ws, returns how many there are.
- */
-static int scan_workers(struct worker_stat *ws, int max)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		char path[300], buf[1024], *s;
-		int field = 2, fd;
-		ssize_t len;
-
-		if (!isdigit((unsigned char)e->d_name[0]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
-			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = 0;
-		if (!strstr(buf, "(memprepop/"))
-			continue;
-		s = strrchr(buf, ')');
-		if (n < max) {
-			/* field 19 is nice, field 41 the policy */
-			for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
-				field++;
-				if (field == 19)
-					ws[n].nice = atoi(s);
-				if (field == 41)
-					ws[n].policy = atoi(s);
-			}
-			read_uclamp(e->d_name, &ws[n]);
-		}
-		n++;
-	}
-	closedir(d);
-	return n;
-}
-
-/* Waits up to @secs for every worker to be gone: true when they are */
-static bool workers_gone(double secs)
-{
-	double t0 = now();
-
-	while (scan_workers(NULL, 0) > 0) {
-		if (now() - t0 > secs)
-			return false;
-		usleep(10 * 1000);
-	}
-	return true;
 }
 
 struct sampler {
@@ -674,61 +582,6 @@ TEST_F_TIMEOUT(caller, lru_and_unevictable_like_madvise, SLOW)
 		EXPECT_EQ((long)n, counts[1]);
 	}
 	close(fd);
-}
-
-enum piece { RW, HOLE, RO, NONE, PAST_EOF };
-
-#define PIECE	(16 * MiB)
-
-/* Lays @n pieces out from a fresh reservation; returns its start */
-static char *lay_out(const enum piece *layout, int n)
-{
-	char *p = mmap(NULL, n * PIECE, PROT_NONE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	if (p == MAP_FAILED)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		char *q = p + i * PIECE;
-		int mfd;
-
-		switch (layout[i]) {
-		case RW:
-		case RO:
-			if (mmap(q, PIECE, layout[i] == RW ?
-				 PROT_READ | PROT_WRITE : PROT_READ,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-				 0) == MAP_FAILED)
-				return NULL;
-			break;
-		case HOLE:
-			munmap(q, PIECE);
-			break;
-		case NONE:
-			break;
-		case PAST_EOF:
-			/* An empty file: every page is past its end */
-			mfd = memfd_create("mpp-eof", 0);
-			if (mfd < 0 || mmap(q, PIECE, PROT_READ | PROT_WRITE,
-					    MAP_SHARED | MAP_FIXED, mfd, 0) ==
-			    MAP_FAILED)
-				return NULL;
-			close(mfd);
-			break;
-		}
-	}
-	return p;
-}
-
-/* Bytes from @p up to the first page that is not present */
-static size_t present_prefix(const char *p, size_t len)
-{
-	size_t off;
-
-	for (off = 0; off < len; off += page_size())
-		if (!present_pages(p + off, page_size()))
-			break;
-	return off;
 }
 
 /*

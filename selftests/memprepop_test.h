@@ -399,4 +399,72 @@ static inline long workers_started(void)
 	return read_long("/sys/class/misc/memprepop/stats/workers_started");
 }
 
+/*
+ * Layouts of 16 MiB pieces, each of one kind, to compare the ioctl with
+ * madvise() on: a fresh reservation each, identical each time.
+ */
+enum piece { RW, HOLE, RO, NONE, PAST_EOF };
+
+#define PIECE	(16 * MiB)
+
+/*
+ * Lays @n pieces out at @base, a reservation of @n pieces (PROT_NONE), or
+ * from a fresh one when @base is NULL; returns its start.
+ */
+static inline char *lay_out_at(char *base, const enum piece *layout, int n)
+{
+	char *p = base ?: mmap(NULL, n * PIECE, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			       -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		char *q = p + i * PIECE;
+		int mfd;
+
+		switch (layout[i]) {
+		case RW:
+		case RO:
+			if (mmap(q, PIECE, layout[i] == RW ?
+				 PROT_READ | PROT_WRITE : PROT_READ,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+				 0) == MAP_FAILED)
+				return NULL;
+			break;
+		case HOLE:
+			munmap(q, PIECE);
+			break;
+		case NONE:
+			break;
+		case PAST_EOF:
+			/* An empty file: every page is past its end */
+			mfd = memfd_create("mpp-eof", 0);
+			if (mfd < 0 || mmap(q, PIECE, PROT_READ | PROT_WRITE,
+					    MAP_SHARED | MAP_FIXED, mfd, 0) ==
+			    MAP_FAILED)
+				return NULL;
+			close(mfd);
+			break;
+		}
+	}
+	return p;
+}
+
+static inline char *lay_out(const enum piece *layout, int n)
+{
+	return lay_out_at(NULL, layout, n);
+}
+
+/* Bytes from @p up to the first page that is not present */
+static inline size_t present_prefix(const char *p, size_t len)
+{
+	size_t off;
+
+	for (off = 0; off < len; off += page_size())
+		if (!present_pages(p + off, page_size()))
+			break;
+	return off;
+}
+
 #endif /* MEMPREPOP_TEST_H */

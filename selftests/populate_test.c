@@ -47,10 +47,13 @@ TEST_F(dev, info)
 
 	memset(&info, 0xff, sizeof(info));
 	ASSERT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_INFO, &info));
-	EXPECT_EQ(MEMPREPOP_F_REQUIRE_MLOCKED, info.flags);
+	EXPECT_EQ(MEMPREPOP_F_REQUIRE_MLOCKED | MEMPREPOP_F_BACKGROUND |
+		  MEMPREPOP_F_EVENTFD, info.flags);
 	EXPECT_EQ(sizeof(struct memprepop_populate), info.populate_size);
 	EXPECT_EQ(sizeof(struct memprepop_info), info.info_size);
 	EXPECT_EQ(sysconf(_SC_NPROCESSORS_ONLN), info.max_workers);
+	EXPECT_LE(1024, info.max_ranges);
+	EXPECT_EQ(sizeof(struct memprepop_range), info.range_size);
 	EXPECT_EQ(0, info.__reserved);
 
 	/* A newer caller's longer structure: what the module does not know 0 */
@@ -76,10 +79,13 @@ TEST_F(dev, reserved_fields_refused)
 	char *p = map_anon(len);
 
 	ASSERT_NE(NULL, p);
-	for (int bit = 1; bit < 64; bit++) {
+	for (int bit = 3; bit < 64; bit++) {
 		EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, 1ULL << bit,
 						&req));
 	}
+	/* An eventfd is only for the background */
+	EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, MEMPREPOP_F_EVENTFD,
+					&req));
 	memset(&req, 0, sizeof(req));
 	req.addr = (uintptr_t)p;
 	req.len = len;
@@ -87,6 +93,10 @@ TEST_F(dev, reserved_fields_refused)
 	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE, &req));
 	EXPECT_EQ(EINVAL, errno);
 	req.__reserved = 0;
+	req.__reserved2 = 1;
+	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE, &req));
+	EXPECT_EQ(EINVAL, errno);
+	req.__reserved2 = 0;
 	req.control = (uintptr_t)&ctl;
 	EXPECT_EQ(-1, ioctl(self->fd, MEMPREPOP_IOC_POPULATE, &req));
 	EXPECT_EQ(EINVAL, errno);

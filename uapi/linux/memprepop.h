@@ -31,6 +31,22 @@
  */
 #define MEMPREPOP_F_REQUIRE_MLOCKED	_BITULL(0)
 
+/*
+ * MEMPREPOP_F_BACKGROUND: start the request and return at once; it runs on
+ * in the module's workers, and MEMPREPOP_IOC_WAIT reaps it. One background
+ * request per open file at a time: poll() on that file reports EPOLLIN
+ * when the request wants to be reaped. The structure, the ranges, @control
+ * and @node_pages must stay in place until it is: the module writes the
+ * results there when it is reaped.
+ */
+#define MEMPREPOP_F_BACKGROUND		_BITULL(1)
+
+/*
+ * MEMPREPOP_F_EVENTFD: with MEMPREPOP_F_BACKGROUND, also add 1 to the
+ * eventfd @eventfd when the request wants to be reaped.
+ */
+#define MEMPREPOP_F_EVENTFD		_BITULL(2)
+
 /**
  * struct memprepop_info - what the loaded module supports
  * @flags: out, every flag %MEMPREPOP_IOC_POPULATE accepts
@@ -38,6 +54,9 @@
  *	a caller may use the fields that fit in it
  * @info_size: out, size of this structure the module knows
  * @max_workers: out, most workers one populate call can use
+ * @max_ranges: out, most ranges one populate call takes (0: the module
+ *	takes only @addr and @len)
+ * @range_size: out, size of struct memprepop_range the module knows
  * @__reserved: out, zero
  *
  * The machine's topology is not repeated here: sysfs has it
@@ -48,11 +67,38 @@ struct memprepop_info {
 	__u32 populate_size;
 	__u32 info_size;
 	__u32 max_workers;
+	__u32 max_ranges;
+	__u32 range_size;
 	__u32 __reserved;
 };
 
 /* The smallest struct memprepop_info accepted: all of its first version */
 #define MEMPREPOP_INFO_SIZE_VER0	24
+
+/**
+ * struct memprepop_range - one range of a request that has several
+ * @addr: in, start, page aligned
+ * @len: in, length in bytes, rounded up to whole pages; 0 does nothing
+ * @populated: out, how far the range got, as
+ *	&memprepop_populate.populated for a request of that range alone
+ * @error: out, 0 or the negative errno the range failed with: what a
+ *	request of that range alone would have failed with
+ * @__reserved: in, zero
+ *
+ * Each range is populated and reported as if it were a call of its own,
+ * the same rules for holes, mappings and errno; all ranges share one set of
+ * workers.
+ */
+struct memprepop_range {
+	__u64 addr;
+	__u64 len;
+	__u64 populated;
+	__s32 error;
+	__u32 __reserved;
+};
+
+/* The smallest struct memprepop_range accepted: all of its first version */
+#define MEMPREPOP_RANGE_SIZE_VER0	32
 
 /**
  * struct memprepop_populate - populate a range of the caller's memory
@@ -77,6 +123,17 @@ struct memprepop_info {
  *	up are not counted. Size it from /sys/devices/system/node/possible.
  * @nr_node_pages: in, entries of @node_pages (0 exactly when it is 0)
  * @__reserved: in, zero
+ * @ranges: in, the address of an array of @nr_ranges struct memprepop_range,
+ *	each @range_size bytes, to populate instead of @addr and @len (which
+ *	must then be 0); 0 for the one range @addr, @len. With ranges,
+ *	@populated is the sum of theirs, and the call fails with the error of
+ *	the first range, by index, that failed
+ * @nr_ranges: in, entries of @ranges (0 exactly when it is 0), at most
+ *	&memprepop_info.max_ranges
+ * @range_size: in, size of each entry of @ranges: at least
+ *	%MEMPREPOP_RANGE_SIZE_VER0; a longer one's unknown tail must be zero
+ * @eventfd: in, with %MEMPREPOP_F_EVENTFD, an eventfd descriptor
+ * @__reserved2: in, zero
  *
  * Only @addr, @len and @flags are required: a zero-filled structure with
  * those set is a valid call.
@@ -93,6 +150,11 @@ struct memprepop_populate {
 	__u64 node_pages;
 	__u32 nr_node_pages;
 	__u32 __reserved;
+	__u64 ranges;
+	__u32 nr_ranges;
+	__u32 range_size;
+	__s32 eventfd;
+	__u32 __reserved2;
 };
 
 /* The smallest struct memprepop_populate accepted: up to @populated */
@@ -103,7 +165,8 @@ struct memprepop_populate {
  * @done: out, bytes populated so far, written every 100 ms while the call
  *	runs, whoever faults, and once when it returns
  * @cancel: in, set non-zero by another thread to cancel the call: it then
- *	stops within about 100 ms and fails with ECANCELED, populated exact
+ *	stops within about 100 ms (in the background: the chunk each worker
+ *	is on, 16 MiB) and fails with ECANCELED, populated exact
  * @__reserved: in, zero
  */
 struct memprepop_control {
@@ -137,36 +200,99 @@ struct memprepop_control {
  * DOC: MEMPREPOP_IOC_POPULATE
  *
  * Faults in, writable, every page of [addr, addr + len) of the calling
- * process, exactly as madvise(MADV_POPULATE_WRITE) by the caller would on
- * the running kernel (holes included: before 6.9 madvise steps over them and
- * fails with ENOMEM at the end, from 6.9 it stops at the first), each page on
- * the node its memory policy selects, by workers that carry the caller's
- * credentials, cgroups, limits and scheduling attributes. Only a fatal
- * signal interrupts it, at once.
+ * process, or of each of @ranges, exactly as madvise(MADV_POPULATE_WRITE) by
+ * the caller would on the running kernel (holes included: before 6.9 madvise
+ * steps over them and fails with ENOMEM at the end, from 6.9 it stops at the
+ * first), each page on the node its memory policy selects, by workers that
+ * carry the caller's credentials, cgroups, limits and scheduling attributes.
+ * One set of workers serves all ranges, each chunk faulted on its memory's
+ * node. Only a fatal signal interrupts it, at once.
+ *
+ * With %MEMPREPOP_F_BACKGROUND the call returns 0 as soon as the request is
+ * started; its outcome is what MEMPREPOP_IOC_WAIT reports.
  *
  * Return: 0 on success, or -1 with errno set to (populated exact but after
  * EINTR):
  *
  * - EINVAL: @addr not page aligned, @addr + @len wraps, an unknown flag,
- *   the argument shorter than %MEMPREPOP_POPULATE_SIZE_VER0, @__reserved
- *   not zero, @control not 8-byte aligned, @node_pages and
+ *   %MEMPREPOP_F_EVENTFD without %MEMPREPOP_F_BACKGROUND, the argument
+ *   shorter than %MEMPREPOP_POPULATE_SIZE_VER0, @__reserved or
+ *   @__reserved2 not zero, @control not 8-byte aligned, @node_pages and
  *   @nr_node_pages not both zero or both non-zero, the reserved field of
- *   @control not zero; a mapping that cannot be populated writable
- *   (read-only, PROT_NONE, VM_IO or VM_PFNMAP, secretmem, a protection key
- *   denying the caller writes), or with %MEMPREPOP_F_REQUIRE_MLOCKED a part
- *   of the range that is not mlocked;
- * - E2BIG: the argument is longer than the module knows and its tail is not
- *   zero;
+ *   @control not zero, @ranges and @nr_ranges not both zero or both
+ *   non-zero, @ranges with @addr or @len set, more than
+ *   &memprepop_info.max_ranges ranges, @range_size below
+ *   %MEMPREPOP_RANGE_SIZE_VER0, a range's @__reserved not zero; a mapping
+ *   that cannot be populated writable (read-only, PROT_NONE, VM_IO or
+ *   VM_PFNMAP, secretmem, a protection key denying the caller writes), or
+ *   with %MEMPREPOP_F_REQUIRE_MLOCKED a part of the range that is not
+ *   mlocked;
+ * - E2BIG: the argument, or an entry of @ranges, is longer than the module
+ *   knows and its tail is not zero;
  * - ENOMEM: part of the range is not mapped (or beyond the user address
  *   space), or out of memory;
  * - EFAULT: a fault failed (SIGBUS or SIGSEGV for a user access: hugetlb
- *   pool exhausted, file hole beyond EOF), or the argument, @control or
- *   @node_pages is not accessible;
+ *   pool exhausted, file hole beyond EOF), or the argument, @control,
+ *   @node_pages or @ranges is not accessible;
  * - EHWPOISON: a page is hardware poisoned;
  * - EINTR: a fatal signal arrived;
- * - ECANCELED: cancelled through @control.
+ * - ECANCELED: cancelled through @control;
+ * - EBUSY: %MEMPREPOP_F_BACKGROUND while the file has a background request
+ *   not yet reaped;
+ * - EBADF: @eventfd is not an eventfd descriptor.
+ *
+ * With @ranges, the errors of a range (an unaligned @addr, a wrap, a mapping,
+ * a hole, a failed fault) are that range's @error, and the call fails with
+ * the first of them by index; the other errors fail the call before
+ * anything is populated.
  */
 #define MEMPREPOP_IOC_POPULATE \
 	_IOWR(MEMPREPOP_IOC_MAGIC, 0x01, struct memprepop_populate)
+
+/* memprepop_wait.flags: return EAGAIN rather than wait */
+#define MEMPREPOP_WAIT_NOHANG		_BITULL(0)
+
+/**
+ * struct memprepop_wait - reap a background request
+ * @flags: in, %MEMPREPOP_WAIT_NOHANG or 0
+ * @result: out, 0 or the negative errno the request would have failed with
+ *	had it not been in the background
+ * @__reserved: in, zero
+ */
+struct memprepop_wait {
+	__u64 flags;
+	__s32 result;
+	__u32 __reserved;
+};
+
+/* The smallest struct memprepop_wait accepted: all of its first version */
+#define MEMPREPOP_WAIT_SIZE_VER0	16
+
+/**
+ * DOC: MEMPREPOP_IOC_WAIT
+ *
+ * Reaps the background request of the file: faults in the parts only a
+ * thread of the caller may fault (userfaultfd-armed mappings, whose faults
+ * wait for a handler), waits for the workers, then writes the outputs of
+ * the request where its MEMPREPOP_IOC_POPULATE had them (the structure,
+ * @ranges, @node_pages, @control) and its outcome to @result. The file then
+ * takes a new background request. poll() reports EPOLLIN when this does not
+ * wait for workers.
+ *
+ * Return: 0 on success (the request's own outcome is @result), or -1 with
+ * errno set to:
+ *
+ * - EINVAL: an unknown flag, @__reserved not zero, the argument shorter than
+ *   %MEMPREPOP_WAIT_SIZE_VER0;
+ * - E2BIG: the argument is longer than the module knows and its tail is not
+ *   zero;
+ * - EFAULT: the argument is not accessible;
+ * - ENOENT: the file has no background request;
+ * - EPERM: the request was started by another process;
+ * - EAGAIN: %MEMPREPOP_WAIT_NOHANG and the request is not done;
+ * - EINTR: a fatal signal arrived; the request goes on.
+ */
+#define MEMPREPOP_IOC_WAIT \
+	_IOWR(MEMPREPOP_IOC_MAGIC, 0x02, struct memprepop_wait)
 
 #endif /* _UAPI_LINUX_MEMPREPOP_H */

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The module's worker threads seen from outside, as /proc/PID/stat and
+ * sched_getattr(2) show them: how many there are, and whose they look like.
+ */
+#ifndef MEMPREPOP_WORKER_HELPERS_H
+#define MEMPREPOP_WORKER_HELPERS_H
+
+#include <ctype.h>
+#include <dirent.h>
+#include <sys/syscall.h>
+
+#include "memprepop_test.h"
+
+struct worker_stat {
+	int policy;
+	int nice;
+	long uclamp_min;	/* -1: not shown (no CONFIG_UCLAMP_TASK) */
+	long uclamp_max;
+};
+
+/* What sched_setattr(2) and sched_getattr(2) take, up to the clamps */
+struct sched_attr_clamps {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+/* Utilization clamps of a task, as sched_getattr(2) reports them */
+static inline void read_uclamp(const char *pid, struct worker_stat *ws)
+{
+	struct sched_attr_clamps attr = { 0 };
+
+	ws->uclamp_min = ws->uclamp_max = -1;
+	if (syscall(SYS_sched_getattr, atoi(pid), &attr, sizeof(attr), 0))
+		return;
+	ws->uclamp_min = attr.sched_util_min;
+	ws->uclamp_max = attr.sched_util_max;
+}
+
+/*
+ * The memprepop workers alive now, as /proc/PID/stat shows them: fills up
+ * to @max of @ws, returns how many there are.
+ */
+static inline int scan_workers(struct worker_stat *ws, int max)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300], buf[1024], *s;
+		int field = 2, fd;
+		ssize_t len;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		if (!strstr(buf, "(memprepop/"))
+			continue;
+		s = strrchr(buf, ')');
+		if (n < max) {
+			/* field 19 is nice, field 41 the policy */
+			for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
+				field++;
+				if (field == 19)
+					ws[n].nice = atoi(s);
+				if (field == 41)
+					ws[n].policy = atoi(s);
+			}
+			read_uclamp(e->d_name, &ws[n]);
+		}
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Waits up to @secs for every worker to be gone: true when they are */
+static inline bool workers_gone(double secs)
+{
+	double t0 = now();
+
+	while (scan_workers(NULL, 0) > 0) {
+		if (now() - t0 > secs)
+			return false;
+		usleep(10 * 1000);
+	}
+	return true;
+}
+
+#endif /* MEMPREPOP_WORKER_HELPERS_H */
