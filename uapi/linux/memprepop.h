@@ -276,8 +276,10 @@ struct memprepop_wait {
  * wait for a handler), waits for the workers, then writes the outputs of
  * the request where its MEMPREPOP_IOC_POPULATE had them (the structure,
  * @ranges, @node_pages, @control) and its outcome to @result. The file then
- * takes a new background request. poll() reports EPOLLIN when this does not
- * wait for workers.
+ * takes a new background request. poll() reports EPOLLIN when the workers
+ * are done, or at once when part of the request is left to the reaping
+ * thread (userfaultfd-armed mappings, or no worker could be had): the wait
+ * then faults that part and waits for any worker still running.
  *
  * Return: 0 on success (the request's own outcome is @result), or -1 with
  * errno set to:
