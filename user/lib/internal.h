@@ -96,8 +96,9 @@ struct mpl_dev {
 	unsigned int cur, cur_n;	/* the batch in flight */
 	struct memprepop_populate kreq;
 	struct memprepop_control control;
-	uint64_t base;			/* atomic: bytes of batches done */
-	int stop;			/* atomic: why no batch follows */
+	/* Atomics: bytes of the batches done; why no further batch starts */
+	uint64_t base;
+	int stop;
 	uint32_t workers;
 	uint64_t nsecs;
 };
@@ -125,7 +126,7 @@ struct mpl_chunk {
 struct mpl_plan {
 	size_t nchunks;
 	struct mpl_chunk *chunks;
-	size_t *first;		/* per range: first chunk; [nr]: nchunks */
+	size_t *first;		/* per range: 1st chunk; [nr]: nchunks */
 	unsigned int nsets;
 	struct bitmask **sets;	/* a NULL set: any thread */
 	unsigned int nthreads;
