@@ -275,7 +275,9 @@ int memprepop_ctx_start(struct memprepop_ctx *ctx,
  * POLLIN when memprepop_ctx_wait() with MEMPREPOP_WAIT_NOHANG is worth
  * calling: with the module, the context's /dev/memprepop descriptor (a
  * request of more ranges than the module takes at once is several, one
- * after the other: the wait then starts the next and gives -EAGAIN); with
+ * after the other: the wait then starts the next and gives -EAGAIN; a part
+ * left to the reaping thread, userfaultfd-armed mappings, makes it readable
+ * at once, and the wait then does that part, blocking); with
  * the fallback, an eventfd written when all threads of the request are
  * done. The same descriptor for the life of @ctx; it belongs to @ctx.
  *

@@ -2,6 +2,7 @@
 /* libmemprepop: the module backend, /dev/memprepop and its ioctls. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -262,6 +263,14 @@ int mpl_dev_run(struct mpl_dev *d, struct mpl_progress *progress)
 	return mpl_dev_outcome(d);
 }
 
+/* poll() says the background request wants reaping */
+static bool mpl_dev_readable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
 /* Starts the request in the background: its first batch */
 int mpl_dev_start(struct mpl_dev *d)
 {
@@ -272,6 +281,10 @@ int mpl_dev_start(struct mpl_dev *d)
  * mpl_dev_reap() - reap the batch in flight, start the next
  * @d: started with mpl_dev_start()
  * @nohang: do not wait for the module's workers
+ *
+ * With @nohang, a request whose descriptor is readable is reaped even if
+ * that waits: the module reports it readable at once when part of it is
+ * left to the reaping thread, which then faults that part itself.
  *
  * Return: 0 when the whole request is done (its outcome: d->stop and the
  * work), -EAGAIN while it is not (with @nohang), or the -errno of the wait
@@ -285,8 +298,19 @@ int mpl_dev_reap(struct mpl_dev *d, bool nohang)
 		};
 		int err;
 
-		if (ioctl(d->fd, MEMPREPOP_IOC_WAIT, &wt))
-			return -errno;
+		if (ioctl(d->fd, MEMPREPOP_IOC_WAIT, &wt)) {
+			if (errno != EAGAIN || !mpl_dev_readable(d->fd))
+				return -errno;
+			/*
+			 * Ready, yet not done: part of the request is the
+			 * reaper's (userfaultfd-armed mappings, or no worker
+			 * could be had). Only this thread can do it: waiting
+			 * again without NOHANG would not change that.
+			 */
+			wt.flags = 0;
+			if (ioctl(d->fd, MEMPREPOP_IOC_WAIT, &wt))
+				return -errno;
+		}
 		mpl_dev_batch_end(d, wt.result);
 		if (d->next >= d->req->nr ||
 		    __atomic_load_n(&d->stop, __ATOMIC_ACQUIRE))
