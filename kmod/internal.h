@@ -5,7 +5,8 @@
  *
  *   main.c      the device and its ioctls
  *   populate.c  one populate call, start to end, and the caller's share
- *   workers.c   the per-node kernel threads of a call
+ *   workers.c   the per-node workers of a call
+ *   pool.c      the kernel threads of a process, bounded and kept
  *   policy.c    the plan: which node each part of the range goes to
  *   fault.c     faulting a chunk in, as madvise_populate() does
  *   request.c   the request's bookkeeping: chunks, failures, progress
@@ -29,6 +30,8 @@
 struct cgroup_subsys_state;
 struct cred;
 struct eventfd_ctx;
+struct mpp_pool;
+struct mpp_thread;
 struct css_set;
 struct mem_cgroup;
 struct mm_struct;
@@ -143,7 +146,7 @@ struct mpp_segment {
 /**
  * struct mpp_worker - one kernel thread working for a request
  * @req: the request
- * @task: the thread, until it is woken
+ * @thread: the thread
  * @node: the node it runs on
  * @pol: its own copy of the request's @task_pol, its task policy
  * @next_seg: first segment that may still have work for it
@@ -152,7 +155,7 @@ struct mpp_segment {
  */
 struct mpp_worker {
 	struct mpp_request *req;
-	struct task_struct *task;
+	struct mpp_thread *thread;
 	int node;
 	struct mempolicy *pol;
 	unsigned int next_seg;
@@ -278,12 +281,29 @@ struct mpp_request {
 /* populate.c */
 struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
 				       void __user *uargs, size_t usize,
-				       struct wait_queue_head *poll_wq);
-int mpp_populate_finish(struct mpp_request *req);
+				       struct wait_queue_head *poll_wq,
+				       struct mpp_pool **keep);
+int mpp_populate_finish(struct mpp_request *req, bool nowait);
 bool mpp_populate_ready(struct mpp_request *req);
 
 /* workers.c */
-int mpp_workers_start(struct mpp_request *req, unsigned int max_workers);
+int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
+		      struct mpp_pool **keep);
+
+/* pool.c */
+unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want);
+void mpp_threads_put(struct mm_struct *mm, unsigned int nr);
+struct mpp_pool *mpp_pool_keep(struct mpp_pool **keep);
+void mpp_pool_release(struct mpp_pool *pool);
+unsigned int mpp_pool_idle(struct mpp_pool *pool);
+struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any);
+struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
+				     struct mpp_pool *pool, int nid,
+				     unsigned int index);
+void mpp_thread_discard(struct mpp_thread *t);
+struct task_struct *mpp_thread_task(struct mpp_thread *t);
+void mpp_thread_start(struct mpp_thread *t, void (*fn)(void *arg),
+		      void *arg);
 
 /* policy.c */
 int mpp_plan(struct mpp_request *req);
@@ -332,6 +352,6 @@ bool mpp_identity_may_write(const struct mpp_identity *id,
 struct attribute_group;
 extern const struct attribute_group *memprepop_stats_groups[];
 void mpp_stats_account(const struct memprepop_populate *req, int ret);
-void mpp_stats_workers(unsigned int nr);
+void mpp_stats_workers(unsigned int created, unsigned int reused);
 
 #endif /* _MEMPREPOP_INTERNAL_H */

@@ -31,12 +31,15 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
  * @bg_lock: protects @bg for poll()
  * @bg: its background request, until reaped
  * @poll_wq: poll() waits here for @bg to want its caller
+ * @pool: the threads it keeps for the process that first populated through
+ *	it, once its calls are done (pool.c)
  */
 struct mpp_file {
 	struct mutex lock;	/* starting and reaping @bg */
 	spinlock_t bg_lock;	/* @bg */
 	struct mpp_request *bg;
 	struct wait_queue_head poll_wq;
+	struct mpp_pool *pool;
 };
 
 static long memprepop_ioctl_info(void __user *uarg, size_t usize)
@@ -88,14 +91,14 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	args.addr = untagged_addr(args.addr);
 
 	if (!(args.flags & MEMPREPOP_F_BACKGROUND)) {
-		req = mpp_populate_start(&args, uarg, usize, NULL);
+		req = mpp_populate_start(&args, uarg, usize, NULL, &f->pool);
 		if (IS_ERR_OR_NULL(req)) {
 			/* Nothing done: the outputs are zero */
 			if (copy_to_user(uarg, &args, min(usize, sizeof(args))))
 				return -EFAULT;
 			return PTR_ERR_OR_ZERO(req);
 		}
-		ret = mpp_populate_finish(req);
+		ret = mpp_populate_finish(req, false);
 		mpp_request_put(req);
 		return ret;
 	}
@@ -106,7 +109,8 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	req = mpp_populate_start(&args, uarg, usize, &f->poll_wq);
+	req = mpp_populate_start(&args, uarg, usize, &f->poll_wq,
+				 &f->pool);
 	if (IS_ERR(req)) {
 		ret = PTR_ERR(req);
 		goto out_unlock;
@@ -144,13 +148,12 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 		ret = -EPERM;
 		goto out_unlock;
 	}
-	if ((args.flags & MEMPREPOP_WAIT_NOHANG) &&
-	    (atomic_read(&req->active) || req->caller_segs ||
-	     mpp_has_handoff(req))) {
+	args.result = mpp_populate_finish(req,
+					  args.flags & MEMPREPOP_WAIT_NOHANG);
+	if (args.result == -EAGAIN) {
 		ret = -EAGAIN;
 		goto out_unlock;
 	}
-	args.result = mpp_populate_finish(req);
 	if (args.result == -EINTR && fatal_signal_pending(current)) {
 		/* Dying: the release of the file will see to the request */
 		ret = -EINTR;
@@ -221,6 +224,7 @@ static int memprepop_release(struct inode *inode, struct file *file)
 		mpp_kill(req);
 		mpp_request_put(req);
 	}
+	mpp_pool_release(f->pool);
 	kfree(f);
 	return 0;
 }

@@ -30,10 +30,10 @@
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
  * @control and a cancel is read from it.
  *
- * Returns 0, or -EINTR when the caller was killed: the workers are then
- * not waited for.
+ * Returns 0, -EINTR when the caller was killed (the workers are then not
+ * waited for), or with @nowait -EAGAIN when only workers have work left.
  */
-static int mpp_caller_work(struct mpp_request *req)
+static int mpp_caller_work(struct mpp_request *req, bool nowait)
 {
 	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS);
 	unsigned int next_seg = 0;
@@ -52,8 +52,12 @@ static int mpp_caller_work(struct mpp_request *req)
 				return -EINTR;
 			continue;
 		}
+		/* What only the caller may fault is all done or taken */
+		WRITE_ONCE(req->caller_segs, false);
 		if (!atomic_read(&req->active) && !mpp_has_handoff(req))
 			return 0;
+		if (nowait)
+			return -EAGAIN;
 		ret = wait_event_killable_timeout(req->wq,
 						  !atomic_read(&req->active) ||
 						  mpp_has_handoff(req), tick);
@@ -72,7 +76,7 @@ static int mpp_caller_work(struct mpp_request *req)
  */
 bool mpp_populate_ready(struct mpp_request *req)
 {
-	return !atomic_read(&req->active) || req->caller_segs ||
+	return !atomic_read(&req->active) || READ_ONCE(req->caller_segs) ||
 	       mpp_has_handoff(req);
 }
 
@@ -164,20 +168,24 @@ static int mpp_args_put(struct mpp_request *req)
  * mpp_populate_finish() - the caller's share of a request, and its outcome
  * @req: a started request, in a thread of its mm: the caller, or the thread
  *	reaping it from the background
+ * @nowait: do not wait for the workers
  *
  * Faults what only the caller may, waits for the workers, then writes the
  * outputs where the call had them: the structure, the ranges, the node
  * counts and @control.
  *
- * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE.
+ * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE;
+ * with @nowait, -EAGAIN when workers are still at work, nothing written.
  */
-int mpp_populate_finish(struct mpp_request *req)
+int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
 	struct memprepop_populate *p = &req->args;
 	int ret, put_err, first_err;
 	u64 populated;
 
-	ret = mpp_caller_work(req);
+	ret = mpp_caller_work(req, nowait);
+	if (ret == -EAGAIN)
+		return ret;
 	if (ret) {
 		/* Killed: the workers stop on their own, not waited for */
 		mpp_kill(req);
@@ -326,6 +334,7 @@ static int mpp_notify_init(struct mpp_request *req,
  * @uargs: where the caller has it
  * @usize: its size there
  * @poll_wq: the file's poll wait queue, for a background call
+ * @keep: the file's pool, in which the caller's threads may stay
  *
  * In the caller's context. Everything that can fail the whole call fails it
  * here, before anything is populated.
@@ -336,7 +345,8 @@ static int mpp_notify_init(struct mpp_request *req,
  */
 struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
 				       void __user *uargs, size_t usize,
-				       struct wait_queue_head *poll_wq)
+				       struct wait_queue_head *poll_wq,
+				       struct mpp_pool **keep)
 {
 	unsigned int nr_ranges = args->ranges ? args->nr_ranges : 1;
 	u64 t0 = ktime_get_ns();
@@ -393,7 +403,7 @@ struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
 		ret = -ENOMEM;
 		goto out_put;
 	}
-	ret = mpp_workers_start(req, args->max_workers);
+	ret = mpp_workers_start(req, args->max_workers, keep);
 	if (ret)
 		goto out_put;
 	trace_memprepop_populate_start(req->ranges[0].start,

@@ -9,7 +9,7 @@
 #include "internal.h"
 
 static atomic64_t mpp_calls, mpp_failed, mpp_interrupted, mpp_bytes,
-		  mpp_nsecs, mpp_workers_started;
+		  mpp_nsecs, mpp_workers_started, mpp_workers_reused;
 
 void mpp_stats_account(const struct memprepop_populate *req, int ret)
 {
@@ -22,9 +22,10 @@ void mpp_stats_account(const struct memprepop_populate *req, int ret)
 	atomic64_add(req->nsecs, &mpp_nsecs);
 }
 
-void mpp_stats_workers(unsigned int nr)
+void mpp_stats_workers(unsigned int created, unsigned int reused)
 {
-	atomic64_add(nr, &mpp_workers_started);
+	atomic64_add(created, &mpp_workers_started);
+	atomic64_add(reused, &mpp_workers_reused);
 }
 
 #define MPP_STAT_ATTR(name, counter)					\
@@ -41,6 +42,7 @@ MPP_STAT_ATTR(interrupted, mpp_interrupted);
 MPP_STAT_ATTR(bytes_populated, mpp_bytes);
 MPP_STAT_ATTR(nsecs, mpp_nsecs);
 MPP_STAT_ATTR(workers_started, mpp_workers_started);
+MPP_STAT_ATTR(workers_reused, mpp_workers_reused);
 
 static struct attribute *mpp_stats_attrs[] = {
 	&dev_attr_calls.attr,
@@ -49,6 +51,7 @@ static struct attribute *mpp_stats_attrs[] = {
 	&dev_attr_bytes_populated.attr,
 	&dev_attr_nsecs.attr,
 	&dev_attr_workers_started.attr,
+	&dev_attr_workers_reused.attr,
 	NULL,
 };
 

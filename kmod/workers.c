@@ -7,109 +7,19 @@
  * MPP_MIN_PER_WORKER of its share at most; a node with memory but without
  * such CPUs is served by the nearest node that has them. Workers are kernel
  * threads that take on the caller's identity (identity.c) and never run
- * outside its CPU mask. All are created before any of them starts faulting.
- *
- * Kernel threads are a shared resource, so they are bounded: at most one
- * per online CPU for all the concurrent calls of one process, and at most
- * max_threads in the whole system. A worker that cannot be had (a bound, a
- * pids limit, no memory) only means fewer workers: with none, the caller
- * faults the range itself, as madvise() would.
+ * outside its CPU mask. All are found before any of them starts faulting:
+ * threads that stayed from the caller's earlier calls, or new ones (pool.c).
+ * A worker that cannot be had (a bound, a pids limit, no memory) only means
+ * fewer workers: with none, the caller faults the range itself, as
+ * madvise() would.
  */
 #include <linux/cpumask.h>
-#include <linux/hashtable.h>
-#include <linux/kthread.h>
-#include <linux/module.h>
-#include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/topology.h>
 
 #include "internal.h"
-
-static unsigned int max_threads;
-module_param(max_threads, uint, 0644);
-MODULE_PARM_DESC(max_threads,
-		 "Most worker threads in the system at once (0: 4 per online CPU)");
-
-/**
- * struct mpp_mm_threads - worker threads working for one mm
- * @node: in mpp_mm_threads_hash
- * @mm: the mm, kept alive by the requests of the threads
- * @nr: its live worker threads
- */
-struct mpp_mm_threads {
-	struct hlist_node node;
-	struct mm_struct *mm;
-	unsigned int nr;
-};
-
-static DEFINE_SPINLOCK(mpp_threads_lock);
-static DEFINE_HASHTABLE(mpp_mm_threads_hash, 6);
-static unsigned int mpp_nr_threads;
-
-static struct mpp_mm_threads *mpp_mm_threads_find(struct mm_struct *mm)
-{
-	struct mpp_mm_threads *t;
-
-	hash_for_each_possible(mpp_mm_threads_hash, t, node, (unsigned long)mm)
-		if (t->mm == mm)
-			return t;
-	return NULL;
-}
-
-/*
- * Take up to @want thread slots for @mm, within the bound per process and
- * the bound of the system. Returns how many it took.
- */
-static unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want)
-{
-	unsigned int sys_max = READ_ONCE(max_threads) ?: 4 * num_online_cpus();
-	unsigned int mm_max = num_online_cpus();
-	struct mpp_mm_threads *t, *new;
-	unsigned int got = 0;
-
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
-	if (!new)
-		return 0;
-	spin_lock(&mpp_threads_lock);
-	t = mpp_mm_threads_find(mm);
-	if (!t) {
-		t = new;
-		t->mm = mm;
-		hash_add(mpp_mm_threads_hash, &t->node, (unsigned long)mm);
-		new = NULL;
-	}
-	if (mpp_nr_threads < sys_max && t->nr < mm_max)
-		got = min3(want, sys_max - mpp_nr_threads, mm_max - t->nr);
-	t->nr += got;
-	mpp_nr_threads += got;
-	if (!t->nr) {
-		hash_del(&t->node);
-		new = t;
-	}
-	spin_unlock(&mpp_threads_lock);
-	kfree(new);
-	return got;
-}
-
-static void mpp_threads_put(struct mm_struct *mm, unsigned int nr)
-{
-	struct mpp_mm_threads *t, *gone = NULL;
-
-	if (!nr)
-		return;
-	spin_lock(&mpp_threads_lock);
-	t = mpp_mm_threads_find(mm);
-	t->nr -= nr;
-	mpp_nr_threads -= nr;
-	if (!t->nr) {
-		hash_del(&t->node);
-		gone = t;
-	}
-	spin_unlock(&mpp_threads_lock);
-	kfree(gone);
-}
 
 /*
  * Fault one chunk as a worker: with a user reference on the mm for as long
@@ -137,7 +47,8 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 	mpp_control_sync(req, false);
 }
 
-static int mpp_worker_fn(void *data)
+/* A worker's work, in its thread: chunks of the request until none is left */
+static void mpp_worker_fn(void *data)
 {
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
@@ -152,11 +63,9 @@ static int mpp_worker_fn(void *data)
 	kfree(w->pol);
 	mpp_identity_leave(req->mm, &saved);
 
-	mpp_threads_put(req->mm, 1);
 	if (atomic_dec_and_test(&req->active))
 		mpp_notify(req);
 	mpp_request_put(req);
-	module_put_and_kthread_exit(0);
 }
 
 /* The node nearest to @node among those with a non-zero @count */
@@ -266,67 +175,80 @@ out_free:
 }
 
 /*
- * Create worker @w for node @nid, made the caller's, with the CPUs of
+ * Make thread @t worker @w for node @nid: the caller's, with the CPUs of
  * @nid that the caller may use (@cpus is scratch). Not yet running.
  */
-static int mpp_worker_create(struct mpp_request *req, struct mpp_worker *w,
-			     int nid, unsigned int index, struct cpumask *cpus)
+static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
+			   struct mpp_thread *t, int nid, struct cpumask *cpus)
 {
-	struct task_struct *task;
+	struct task_struct *task = mpp_thread_task(t);
 	int ret;
 
 	w->req = req;
+	w->thread = t;
 	w->node = nid;
 	w->node_pages = NULL;
 	if (req->node_pages)
 		w->node_pages = req->node_pages +
 				(w - req->workers + 1) * req->nr_stat_nodes;
-	w->pol = kmemdup(&req->task_pol, sizeof(*w->pol), GFP_KERNEL_ACCOUNT);
-	if (!w->pol)
-		return -ENOMEM;
-	task = kthread_create_on_node(mpp_worker_fn, w, nid,
-				      "memprepop/%d:%u", nid, index);
-	if (IS_ERR(task)) {
-		ret = PTR_ERR(task);
-		goto out_free_pol;
-	}
-	w->task = task;
-
 	/* Attach first: a cpuset attach resets the CPU mask */
 	ret = mpp_identity_adopt(&req->id, task);
 	if (ret)
-		goto out_stop;
+		return ret;
 	cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(nid));
 	ret = set_cpus_allowed_ptr(task, cpus);
 	if (ret)
-		goto out_stop;
+		return ret;
+	w->pol = kmemdup(&req->task_pol, sizeof(*w->pol), GFP_KERNEL_ACCOUNT);
+	if (!w->pol)
+		return -ENOMEM;
 	return 0;
+}
 
-out_stop:
-	/* Never woken: kthread_stop() makes it exit without running */
-	kthread_stop(task);
-out_free_pol:
-	kfree(w->pol);
-	w->pol = NULL;
-	return ret;
+/*
+ * A thread for node @nid: one of the caller's that stayed (*@reused), or a
+ * new one where the caller still has a slot (@slots counts them down).
+ */
+static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
+					    struct mpp_pool *pool, int nid,
+					    unsigned int index,
+					    unsigned int *slots, bool *reused)
+{
+	struct mpp_thread *t = mpp_pool_take(pool, nid, false);
+
+	*reused = true;
+	if (t)
+		return t;
+	if (*slots) {
+		(*slots)--;
+		*reused = false;
+		return mpp_thread_create(req->mm, pool, nid, index);
+	}
+	/* At the bound: one that stayed on another node moves here */
+	return mpp_pool_take(pool, nid, true);
 }
 
 /**
- * mpp_workers_start() - create the request's workers and let them go
+ * mpp_workers_start() - find the request's workers and let them go
  * @req: the planned request, in the caller's context
  * @max_workers: most workers to use, 0 for no limit
+ * @keep: the pool of the caller's file, for threads that stay
  *
- * Ranges too small to be worth a worker, and the ranges of nodes whose
- * workers could not be had, are left to the caller: with no worker at all,
- * its segments all become caller-only.
+ * Threads that stayed from the caller's earlier calls are used first, then
+ * new ones, within the bounds (pool.c). Ranges too small to be worth a
+ * worker, and the ranges of nodes whose workers could not be had, are left
+ * to the caller: with no worker at all, its segments all become
+ * caller-only.
  *
  * Return: 0, or -ENOMEM when the request's own bookkeeping could not be
  * allocated.
  */
-int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
+int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
+		      struct mpp_pool **keep)
 {
-	unsigned int *per_node, *created_on, total, taken, created = 0;
-	unsigned int round, i;
+	unsigned int *per_node, *created_on, total, slots = 0, created = 0;
+	unsigned int round, i, idle;
+	struct mpp_pool *pool = NULL;
 	cpumask_var_t mask;
 	int nid, ret = -ENOMEM;
 
@@ -338,39 +260,54 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
 		goto out_free_counts;
 
 	total = mpp_count_workers(req, max_workers, per_node);
-	taken = total ? mpp_threads_get(req->mm, total) : 0;
-	if (taken)
-		req->workers = kvcalloc(taken, sizeof(*req->workers),
+	if (total && keep)
+		pool = mpp_pool_keep(keep);
+	/* Slots for what the threads that stayed cannot cover */
+	idle = pool ? mpp_pool_idle(pool) : 0;
+	if (total > idle)
+		slots = mpp_threads_get(req->mm, total - idle);
+	if (total)
+		req->workers = kvcalloc(total, sizeof(*req->workers),
 					GFP_KERNEL_ACCOUNT);
 	/* Where a thread stopped by a kill was: one per thread */
-	req->partial = kcalloc(taken + 1, sizeof(*req->partial),
+	req->partial = kcalloc(total + 1, sizeof(*req->partial),
 			       GFP_KERNEL_ACCOUNT);
 	if (!req->partial)
-		goto out_put_threads;
+		goto out_put_slots;
 	/* Node counts: the caller's first, then one row per worker */
 	if (req->nr_stat_nodes) {
-		req->node_pages = kvcalloc((taken + 1) * req->nr_stat_nodes,
+		req->node_pages = kvcalloc((total + 1) * req->nr_stat_nodes,
 					   sizeof(*req->node_pages),
 					   GFP_KERNEL_ACCOUNT);
 		if (!req->node_pages)
-			goto out_put_threads;
+			goto out_put_slots;
 	}
 	ret = 0;
 
 	/* Round robin over the nodes, so that a cut leaves each node some */
-	for (round = 0; req->workers && created < taken; round++) {
+	for (round = 0; req->workers && created < total; round++) {
 		bool more = false;
 
 		for_each_online_node(nid) {
-			if (round >= per_node[nid] || created == taken)
+			struct mpp_worker *w = &req->workers[created];
+			struct mpp_thread *t;
+			bool reused;
+
+			if (round >= per_node[nid])
 				continue;
 			more = true;
+			t = mpp_worker_thread(req, pool, nid, round, &slots,
+					      &reused);
 			/* A worker that cannot be had is one fewer, no more */
-			if (!mpp_worker_create(req, &req->workers[created], nid,
-					       round, mask)) {
-				created_on[nid]++;
-				created++;
+			if (!t)
+				continue;
+			if (mpp_worker_init(req, w, t, nid, mask)) {
+				mpp_thread_discard(t);
+				continue;
 			}
+			mpp_stats_workers(!reused, reused);
+			created_on[nid]++;
+			created++;
 		}
 		if (!more)
 			break;
@@ -390,13 +327,12 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers)
 	atomic_set(&req->active, created);
 	for (i = 0; i < created; i++) {
 		kref_get(&req->ref);
-		__module_get(THIS_MODULE);
-		wake_up_process(req->workers[i].task);
+		mpp_thread_start(req->workers[i].thread, mpp_worker_fn,
+				 &req->workers[i]);
 	}
-	mpp_stats_workers(created);
 
-out_put_threads:
-	mpp_threads_put(req->mm, taken - created);
+out_put_slots:
+	mpp_threads_put(req->mm, slots);
 	free_cpumask_var(mask);
 out_free_counts:
 	kfree(created_on);

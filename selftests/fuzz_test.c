@@ -157,6 +157,8 @@ static bool errno_allowed(int err)
 	switch (err) {
 	case 0: case EINVAL: case E2BIG: case ENOMEM: case EFAULT:
 	case ENOTTY: case EHWPOISON:
+	/* A background request: one at a time, its eventfd, its reaping */
+	case EBUSY: case EBADF: case EAGAIN: case ENOENT:
 		return true;
 	default:
 		return false;
@@ -217,6 +219,7 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 		struct memprepop_populate req;
 		unsigned char bytes[256];
 	} buf;
+	struct memprepop_range ranges[8];
 	struct uffd_handler h = { 0 };
 	struct memprepop_control ctl;
 	pthread_t tid, serve, kill_tid;
@@ -253,6 +256,22 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 			buf.req.control = pick_addr(&f, &seed);
 			break;
 		}
+		/* Several ranges, or the background's eventfd */
+		if (rand_r(&seed) % 4 == 0) {
+			buf.req.addr = buf.req.len = 0;
+			buf.req.nr_ranges = rand_r(&seed) % 9;
+			buf.req.range_size = rand_r(&seed) % 8 ? sizeof(ranges[0]) :
+					     rand_r(&seed) % 64;
+			buf.req.ranges = rand_r(&seed) % 8 ? (uintptr_t)ranges :
+					 pick_addr(&f, &seed);
+			for (unsigned int i = 0; i < 8; i++) {
+				ranges[i].addr = pick_addr(&f, &seed);
+				ranges[i].len = pick_len(&seed);
+				ranges[i].__reserved = rand_r(&seed) % 16 == 0;
+			}
+		}
+		if (buf.req.flags & MEMPREPOP_F_EVENTFD)
+			buf.req.eventfd = rand_r(&seed) % 4 ? -1 : rand_r(&seed) % 8;
 		dir = _IOC_READ | _IOC_WRITE;
 		switch (rand_r(&seed) % 10) {
 		case 0:		/* any size the command can carry */
@@ -268,6 +287,13 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 		case 2:		/* another command or direction */
 			nr = rand_r(&seed) % 4;
 			dir = rand_r(&seed) % 4;
+			break;
+		case 4:		/* reap a background request, maybe not there */
+			nr = 2;
+			size = sizeof(struct memprepop_wait);
+			memset(&buf, 0, sizeof(buf));
+			buf.bytes[0] = rand_r(&seed) % 2 ? MEMPREPOP_WAIT_NOHANG :
+				       rand_r(&seed) % 8 ? 0 : rand_r(&seed);
 			break;
 		case 3:		/* random bytes */
 			for (unsigned int i = 0; i < sizeof(buf); i++)
@@ -288,6 +314,7 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 		}
 		/* populated never beyond the range asked for */
 		if (nr == 1 && dir == (_IOC_READ | _IOC_WRITE) &&
+		    !buf.req.ranges &&
 		    size >= MEMPREPOP_POPULATE_SIZE_VER0 && ret == 0 &&
 		    buf.req.populated > ((buf.req.len + 4095) & ~4095ULL)) {
 			__atomic_add_fetch(&t->bad, 1, __ATOMIC_RELAXED);

@@ -350,12 +350,6 @@ TEST(fd_passed_acts_on_receiver)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		char cbuf[CMSG_SPACE(sizeof(int))], byte;
-		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-		struct msghdr msg = {
-			.msg_iov = &iov, .msg_iovlen = 1,
-			.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-		};
 		struct memprepop_populate req;
 		size_t len = 16 * MiB;
 		char *p = map_anon(len);
@@ -363,29 +357,16 @@ TEST(fd_passed_acts_on_receiver)
 		/* Not the parent's: the descriptor comes over the socket */
 		close(fd);
 		close(sv[0]);
-		if (recvmsg(sv[1], &msg, 0) != 1 || !CMSG_FIRSTHDR(&msg))
+		fd = recv_fd(sv[1]);
+		if (fd < 0)
 			_exit(2);
-		memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(fd));
 		if (ioc_populate(fd, p, len, 0, &req))
 			_exit(3);
 		_exit(present_pages(p, len) == len / page_size() ? 0 : 4);
-	} else {
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, byte = 0;
-		struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-		struct msghdr msg = {
-			.msg_iov = &iov, .msg_iovlen = 1,
-			.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-		};
-		struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-
-		close(sv[1]);
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
-		ASSERT_EQ(1, sendmsg(sv[0], &msg, 0));
-		close(fd);
 	}
+	close(sv[1]);
+	ASSERT_EQ(0, send_fd(sv[0], fd));
+	close(fd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));

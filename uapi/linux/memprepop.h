@@ -249,7 +249,11 @@ struct memprepop_control {
 #define MEMPREPOP_IOC_POPULATE \
 	_IOWR(MEMPREPOP_IOC_MAGIC, 0x01, struct memprepop_populate)
 
-/* memprepop_wait.flags: return EAGAIN rather than wait */
+/*
+ * memprepop_wait.flags: do not wait for the workers: fault the part left to
+ * the reaping thread, if any, then return EAGAIN when workers are still at
+ * work.
+ */
 #define MEMPREPOP_WAIT_NOHANG		_BITULL(0)
 
 /**
@@ -291,7 +295,9 @@ struct memprepop_wait {
  * - EFAULT: the argument is not accessible;
  * - ENOENT: the file has no background request;
  * - EPERM: the request was started by another process;
- * - EAGAIN: %MEMPREPOP_WAIT_NOHANG and the request is not done;
+ * - EAGAIN: %MEMPREPOP_WAIT_NOHANG and workers are still at work (the
+ *   part left to the reaping thread was done): poll() reports EPOLLIN
+ *   again when they are done;
  * - EINTR: a fatal signal arrived; the request goes on.
  */
 #define MEMPREPOP_IOC_WAIT \

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Workers that stay: a process's workers wait, idle, for its next call
+ * instead of being created again; they are the caller's at each call
+ * (scheduling, read from /proc), never more than the bounds, and gone
+ * once the file that keeps them is closed. Another process using a passed
+ * file gets workers of its own, which do not stay.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "memprepop_test.h"
+#include "worker_helpers.h"
+
+#define SLOW	3600
+
+static long workers_reused(void)
+{
+	return read_long("/sys/class/misc/memprepop/stats/workers_reused");
+}
+
+/*
+ * The second call takes the workers of the first: none is created, as many
+ * are reused, and they are there, idle, between the calls. Closing the
+ * file ends them.
+ */
+TEST(kept_between_calls)
+{
+	size_t len = 64 * MiB;
+	struct memprepop_populate req;
+	long started, reused;
+	int fd, idle;
+	char *p = map_anon(len);
+
+	ASSERT_NE(NULL, p);
+	ASSERT_TRUE(workers_gone(30));
+	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	started = workers_started();
+	ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
+	EXPECT_LE(1, req.workers);
+	EXPECT_EQ(req.workers, workers_started() - started);
+	idle = scan_workers(NULL, 0);
+	EXPECT_EQ(req.workers, idle);
+
+	madvise(p, len, MADV_DONTNEED);
+	started = workers_started();
+	reused = workers_reused();
+	ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
+	TH_LOG("second call: %u workers, %ld created, %ld reused",
+	       req.workers, workers_started() - started,
+	       workers_reused() - reused);
+	EXPECT_EQ(0, workers_started() - started);
+	EXPECT_EQ(req.workers, workers_reused() - reused);
+	EXPECT_EQ(len / page_size(), present_pages(p, len));
+
+	/* Another file of the same process shares them */
+	{
+		int fd2 = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+
+		ASSERT_LE(0, fd2);
+		madvise(p, len, MADV_DONTNEED);
+		started = workers_started();
+		ASSERT_EQ(0, ioc_populate(fd2, p, len, 0, &req));
+		EXPECT_EQ(0, workers_started() - started);
+		close(fd2);
+	}
+	EXPECT_EQ(idle, scan_workers(NULL, 0));
+	close(fd);
+	EXPECT_TRUE(workers_gone(5));
+	munmap(p, len);
+}
+
+/*
+ * A worker that stayed is made the caller's again at each call: after a
+ * call at SCHED_OTHER, a SCHED_BATCH nice 5 caller's call runs on workers
+ * of that policy and nice only.
+ */
+TEST(kept_workers_take_each_callers_scheduling)
+{
+	int status;
+	pid_t pid;
+
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct sched_param sp = { 0 };
+		struct memprepop_populate req;
+		struct worker_stat ws[64];
+		size_t len = 512 * MiB;
+		int fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+		int seen = 0, bad = 0;
+		char *p = map_anon(len);
+		long reused = workers_reused();
+
+		if (!p || fd < 0 || ioc_populate(fd, p, 16 * MiB, 0, &req))
+			_exit(2);
+		if (sched_setscheduler(0, SCHED_BATCH, &sp) ||
+		    setpriority(PRIO_PROCESS, 0, 5))
+			_exit(3);
+		memset(&req, 0, sizeof(req));
+		req.addr = (uintptr_t)p;
+		req.len = len;
+		req.flags = MEMPREPOP_F_BACKGROUND;
+		if (ioctl(fd, MEMPREPOP_IOC_POPULATE, &req))
+			_exit(4);
+		for (;;) {
+			struct memprepop_wait w = {
+				.flags = MEMPREPOP_WAIT_NOHANG,
+			};
+			int n = scan_workers(ws, 64);
+
+			for (int i = 0; i < n && i < 64; i++, seen++)
+				if (ws[i].policy != SCHED_BATCH ||
+				    ws[i].nice != 5)
+					bad++;
+			if (!ioctl(fd, MEMPREPOP_IOC_WAIT, &w))
+				break;
+			if (errno != EAGAIN)
+				_exit(5);
+		}
+		printf("# %d worker observations, %d not SCHED_BATCH nice 5, %ld reused\n",
+		       seen, bad, workers_reused() - reused);
+		_exit(!seen ? 6 : bad ? 7 : workers_reused() == reused ? 8 : 0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * A file passed to another process serves it with workers of its own,
+ * which go when its call is done; the owner's stay.
+ */
+TEST(passed_file_gets_its_own_workers)
+{
+	size_t len = 64 * MiB;
+	struct memprepop_populate req;
+	int sv[2], status, fd, kept;
+	char *p = map_anon(len);
+	pid_t pid;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_TRUE(workers_gone(30));
+	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
+	kept = scan_workers(NULL, 0);
+	EXPECT_LE(1, kept);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char *q = map_anon(len);
+		int rfd;
+
+		close(fd);
+		rfd = recv_fd(sv[1]);
+		if (!q || rfd < 0)
+			_exit(2);
+		if (ioc_populate(rfd, q, len, 0, &req) || !req.workers)
+			_exit(3);
+		if (present_pages(q, len) != len / page_size())
+			_exit(4);
+		/* Its workers gone, the owner's still there */
+		for (int i = 0; i < 500 && scan_workers(NULL, 0) > kept; i++)
+			usleep(10 * 1000);
+		_exit(scan_workers(NULL, 0) == kept ? 0 : 5);
+	}
+	ASSERT_EQ(0, send_fd(sv[0], fd));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+	EXPECT_TRUE(workers_gone(5));
+	munmap(p, len);
+}
+
+/*
+ * Many processes, each with its file and workers that stay, calling at
+ * once and again: never more workers alive than the system's bound, nor
+ * more for one process than it has CPUs.
+ */
+TEST(many_processes_within_the_bound)
+{
+	int nproc = 8, ncpu = sysconf(_SC_NPROCESSORS_ONLN), most = 0;
+	long max_threads = read_long("/sys/module/memprepop/parameters/max_threads");
+	pid_t pids[8];
+	int status;
+
+	if (max_threads <= 0)
+		max_threads = 4 * ncpu;
+	ASSERT_TRUE(workers_gone(30));
+	for (int i = 0; i < nproc; i++) {
+		pids[i] = fork();
+		ASSERT_LE(0, pids[i]);
+		if (!pids[i]) {
+			size_t len = 64 * MiB;
+			struct memprepop_populate req;
+			int fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+			char *p = map_anon(len);
+
+			if (fd < 0 || !p)
+				_exit(2);
+			for (int round = 0; round < 4; round++) {
+				if (ioc_populate(fd, p, len, 0, &req) ||
+				    req.workers > (unsigned int)ncpu)
+					_exit(3);
+				madvise(p, len, MADV_DONTNEED);
+			}
+			_exit(0);
+		}
+	}
+	for (int done = 0; done < nproc;) {
+		int n = scan_workers(NULL, 0);
+
+		if (n > most)
+			most = n;
+		while (waitpid(-1, &status, WNOHANG) > 0) {
+			EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+			done++;
+		}
+		usleep(2000);
+	}
+	TH_LOG("%d processes: at most %d workers alive, bound %ld", nproc,
+	       most, max_threads);
+	EXPECT_GE(max_threads, most);
+	EXPECT_TRUE(workers_gone(10));
+}
+
+TEST_HARNESS_MAIN
