@@ -76,6 +76,7 @@ INCLUDEDIR	?= $(PREFIX)/include
 MANDIR		?= $(PREFIX)/share/man
 
 .PHONY: all deps module lib tool selftests examples docs bench bench-vm \
+	bench-vmm bench-vmm-vm \
 	clean vm demo ksft-install $(VM_INITRD) install install-user install-module \
 	install-dkms-source uninstall
 
@@ -249,6 +250,13 @@ bench: $(BENCH) $(TOOL) | deps
 
 bench-vm: $(BENCH) $(VM_INITRD)
 	bench/run $(if $(QUICK),--quick) --vm $(VM_INITRD) $(VM_KVER)
+
+# The VMM scenarios (regions, small calls, background): bench/run --vmm
+bench-vmm: $(BENCH) $(TOOL) | deps
+	bench/run $(if $(QUICK),--quick) --vmm
+
+bench-vmm-vm: $(BENCH) $(VM_INITRD)
+	bench/run $(if $(QUICK),--quick) --vmm --vm $(VM_INITRD) $(VM_KVER)
 
 # --- install --------------------------------------------------------------------
 # udev reads /usr/lib/udev/rules.d whatever PREFIX is

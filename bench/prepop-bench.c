@@ -12,6 +12,17 @@
  * without it), fallback:N and module:N (libmemprepop with at most N threads
  * or workers), memset:N (N threads zeroing memory already populated: the
  * bandwidth limit). Page kinds: 4k (THP off), thp (THP always), 2m (hugetlb).
+ *
+ * A VM's layout: --regions R cuts the memory into R regions, region i bound
+ * to node i modulo the nodes with --policy bind; QEMU gets R backends.
+ * fallback:N and module:N populate all regions in one one-shot call;
+ * fallback-ctx:N and module-ctx:N in one call through a context kept across
+ * measurements (its workers stay, as a VMM's would); fallback-each:N and
+ * module-each:N through that context, one call per region; module-fresh:N
+ * through a new context each time (no worker stayed); fallback-bg:N and
+ * module-bg:N start all regions in the background while the caller works
+ * --work-ms on its own, then wait: timed to both done; work is that work
+ * alone. Every method is timed by the wall clock around what it does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +47,7 @@
 #define HPAGE		(2 * MiB)
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 #define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
+#define MAX_REGIONS	16
 
 extern char **environ;
 
@@ -48,6 +60,8 @@ struct method {
 };
 
 struct config {
+	unsigned int regions;	/* the memory as that many regions */
+	unsigned int work_ms;	/* the caller's own work, for the -bg methods */
 	uint64_t sizes[16];
 	int nr_sizes;
 	bool kinds[3];
@@ -105,13 +119,41 @@ static void *map(uint64_t size, enum kind kind, int extra_flags)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Region @i of @size: bound to a node of its own with several regions */
+static unsigned long policy_mask(const struct config *cfg, unsigned int i)
+{
+	int nodes = numa_max_node() + 1;
+
+	if (cfg->regions > 1 && cfg->policy == MPOL_BIND)
+		return 1UL << (i % nodes);
+	return cfg->policy == MPOL_PREFERRED ? 2 : 3;
+}
+
 static int apply_policy(const struct config *cfg, void *p, uint64_t size)
 {
-	unsigned long mask = cfg->policy == MPOL_PREFERRED ? 2 : 3;
+	uint64_t part = size / cfg->regions;
 
 	if (cfg->policy == MPOL_DEFAULT)
 		return 0;
-	return mbind(p, size, cfg->policy, &mask, 64, 0) ? -errno : 0;
+	for (unsigned int i = 0; i < cfg->regions; i++) {
+		unsigned long mask = policy_mask(cfg, i);
+
+		if (mbind((char *)p + i * part, part, cfg->policy, &mask, 64,
+			  0))
+			return -errno;
+	}
+	return 0;
+}
+
+/* The caller's own work while memory is prepared: the CPU, @ms long */
+static void busy_work(unsigned int ms)
+{
+	double end = now() + ms / 1e3;
+	volatile uint64_t x = 0;
+
+	while (now() < end)
+		for (int i = 0; i < 10000; i++)
+			x += i;
 }
 
 struct memset_arg {
@@ -159,12 +201,12 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 		       enum kind kind, unsigned int threads, bool prealloc)
 {
 	static const char ask[] = "info status\n", quit[] = "quit\n";
-	char object[512], mib[32], buf[4096];
-	char *argv[] = {
+	char objects[MAX_REGIONS][512], mib[32], buf[4096];
+	char *argv[10 + 2 * MAX_REGIONS] = {
 		"qemu-system-x86_64", "-machine", "none", "-nodefaults",
-		"-display", "none", "-monitor", "stdio", "-object", object,
-		NULL,
+		"-display", "none", "-monitor", "stdio",
 	};
+	int argc = 8;
 	posix_spawn_file_actions_t fa;
 	int in[2], out[2], devnull, status;
 	double t0, ready = -1;
@@ -172,17 +214,35 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	ssize_t n;
 	pid_t pid;
 
-	snprintf(mib, sizeof(mib), "%lluM", (unsigned long long)(size / MiB));
-	if (kind == KIND_2M)
-		snprintf(object, sizeof(object),
-			 "memory-backend-file,id=m,size=%s,mem-path=%s,"
-			 "share=off,prealloc=%s,prealloc-threads=%u", mib,
-			 cfg->hugetlbfs, prealloc ? "on" : "off", threads);
-	else
-		snprintf(object, sizeof(object),
-			 "memory-backend-ram,id=m,size=%s,prealloc=%s,"
-			 "prealloc-threads=%u", mib, prealloc ? "on" : "off",
-			 threads);
+	snprintf(mib, sizeof(mib), "%lluM",
+		 (unsigned long long)(size / cfg->regions / MiB));
+	for (unsigned int i = 0; i < cfg->regions; i++) {
+		char *obj = objects[i], policy[64] = "";
+
+		/* A region per node, as the other methods have them */
+		if (cfg->policy != MPOL_DEFAULT && cfg->regions > 1)
+			snprintf(policy, sizeof(policy),
+				 ",host-nodes=%d,policy=%s",
+				 __builtin_ctzl(policy_mask(cfg, i)),
+				 cfg->policy == MPOL_BIND ? "bind" :
+				 cfg->policy == MPOL_INTERLEAVE ? "interleave" :
+				 "preferred");
+		if (kind == KIND_2M)
+			snprintf(obj, sizeof(objects[0]),
+				 "memory-backend-file,id=m%u,size=%s,"
+				 "mem-path=%s,share=off,prealloc=%s,"
+				 "prealloc-threads=%u%s", i, mib,
+				 cfg->hugetlbfs, prealloc ? "on" : "off",
+				 threads, policy);
+		else
+			snprintf(obj, sizeof(objects[0]),
+				 "memory-backend-ram,id=m%u,size=%s,"
+				 "prealloc=%s,prealloc-threads=%u%s", i, mib,
+				 prealloc ? "on" : "off", threads, policy);
+		argv[argc++] = "-object";
+		argv[argc++] = obj;
+	}
+	argv[argc] = NULL;
 	if (pipe(in))
 		return -1;
 	if (pipe(out)) {
@@ -246,15 +306,94 @@ static void emit(const struct config *cfg, const struct method *m,
 			last = n;
 	printf("{\"bench\": \"prepop\", \"method\": \"%s\", \"threads\": %u, "
 	       "\"kind\": \"%s\", \"size\": %llu, \"policy\": \"%s\", "
-	       "\"rep\": %d, \"seconds\": %.6f, \"backend\": \"%s\", "
-	       "\"node_pages\": [", m->name, m->threads, kind_names[kind],
-	       (unsigned long long)size, cfg->policy_name, rep, secs,
+	       "\"regions\": %u, \"rep\": %d, \"seconds\": %.6f, "
+	       "\"backend\": \"%s\", \"node_pages\": [", m->name,
+	       m->threads, kind_names[kind], (unsigned long long)size,
+	       cfg->policy_name, cfg->regions, rep, secs,
 	       backend ? backend : "");
 	for (n = 0; counts && n <= last; n++)
 		printf("%s%llu", n ? ", " : "", (unsigned long long)counts[n]);
 	printf("]}\n");
 	fflush(stdout);
 	free(counts);
+}
+
+/*
+ * The contexts of the library methods, one per method and thread count,
+ * kept across measurements so that their workers stay, as a VMM's would.
+ */
+static struct memprepop_ctx *contexts[2][65];
+
+/*
+ * A library method over the regions of [p, p + size): seconds by the wall
+ * clock, or -1 when it cannot run here.
+ */
+static double library_run(const struct config *cfg, const struct method *m,
+			  char *p, uint64_t size, const char **backend)
+{
+	struct memprepop_opts opts = MEMPREPOP_OPTS_INIT;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct memprepop_range r[MAX_REGIONS];
+	bool module = !strncmp(m->name, "module", 6);
+	const char *how = strchr(m->name, '-');
+	unsigned int nr = cfg->regions, i;
+	struct memprepop_ctx *ctx, **kept;
+	double t0, secs = -1;
+	int ret = 0;
+
+	if (m->threads > 64)
+		return -1;
+	for (i = 0; i < nr; i++)
+		r[i] = (struct memprepop_range){
+			.addr = (uintptr_t)p + i * (size / nr),
+			.len = size / nr,
+		};
+	opts.max_threads = m->threads;
+	if (!how) {
+		/* One call, as a one-shot caller makes it */
+		if (!module)
+			opts.flags = MEMPREPOP_OPT_FALLBACK;
+		t0 = now();
+		ret = memprepop_populate_ranges(r, nr, &opts, &res);
+		secs = ret ? -1 : now() - t0;
+		*backend = memprepop_backend_name(res.backend);
+		return module && res.backend != MEMPREPOP_BACKEND_MODULE ?
+		       -1 : secs;
+	}
+	kept = &contexts[module][m->threads];
+	if (!strcmp(how, "-fresh")) {
+		kept = &ctx;
+		*kept = NULL;
+	}
+	if (!*kept && memprepop_ctx_new(kept, module ? 0 :
+					MEMPREPOP_OPT_FALLBACK))
+		return -1;
+	ctx = *kept;
+
+	t0 = now();
+	if (!strcmp(how, "-ctx") || !strcmp(how, "-fresh")) {
+		ret = memprepop_ctx_populate(ctx, r, nr, &opts, &res);
+	} else if (!strcmp(how, "-each")) {
+		for (i = 0; i < nr && !ret; i++)
+			ret = memprepop_ctx_populate(ctx, &r[i], 1, &opts,
+						     &res);
+	} else if (!strcmp(how, "-bg")) {
+		ret = memprepop_ctx_start(ctx, r, nr, &opts);
+		if (!ret) {
+			busy_work(cfg->work_ms);
+			ret = memprepop_ctx_wait(ctx, 0, &res);
+		}
+	} else {
+		ret = -EINVAL;
+	}
+	if (!ret)
+		secs = now() - t0;
+	*backend = memprepop_backend_name(res.backend);
+	if (module && res.backend != MEMPREPOP_BACKEND_MODULE)
+		secs = -1;
+	if (kept == &ctx)
+		memprepop_ctx_free(ctx);
+	return secs;
 }
 
 /* One measurement; false when the method cannot run here */
@@ -298,8 +437,10 @@ static bool measure(const struct config *cfg, const struct method *m,
 		for (off = 0; off < size; off += psz)
 			p[off] = 1;
 	} else if (!strcmp(m->name, "madvise")) {
-		if (madvise(p, size, MADV_POPULATE_WRITE))
-			goto fail;
+		for (unsigned int i = 0; i < cfg->regions; i++)
+			if (madvise(p + i * (size / cfg->regions),
+				    size / cfg->regions, MADV_POPULATE_WRITE))
+				goto fail;
 	} else if (!strcmp(m->name, "mlock")) {
 		if (mlock(p, size))
 			goto fail;
@@ -309,20 +450,12 @@ static bool measure(const struct config *cfg, const struct method *m,
 		if (madvise(p, size, MADV_POPULATE_WRITE))
 			goto fail;
 		secs = timed_memset(p, size, m->threads);
+	} else if (!strcmp(m->name, "work")) {
+		busy_work(cfg->work_ms);
 	} else {
-		struct memprepop_opts opts = MEMPREPOP_OPTS_INIT;
-		struct memprepop_result res = MEMPREPOP_RESULT_INIT;
-		bool module = !strcmp(m->name, "module");
-
-		if (module && memprepop_backend() != MEMPREPOP_BACKEND_MODULE)
+		secs = library_run(cfg, m, p, size, &backend);
+		if (secs < 0)
 			goto fail;
-		opts.max_threads = m->threads;
-		if (!module)
-			opts.flags = MEMPREPOP_OPT_FALLBACK;
-		if (memprepop_populate(p, size, &opts, &res))
-			goto fail;
-		secs = res.nsecs / 1e9;
-		backend = memprepop_backend_name(res.backend);
 	}
 	if (secs < 0)
 		secs = now() - t0;
@@ -374,11 +507,16 @@ static void warm_up(uint64_t size)
 {
 	char *p;
 
-	/* The first touch of this machine's memory is slow: do it now */
+	/*
+	 * The first touch of this machine's memory is slow: do it now, on
+	 * every node, since methods bind memory to each
+	 */
 	fprintf(stderr, "warming up %llu MiB\n",
 		(unsigned long long)(size / MiB));
 	p = map(size, KIND_4K, 0);
 	if (p) {
+		if (numa_available() >= 0)
+			numa_interleave_memory(p, size, numa_all_nodes_ptr);
 		madvise(p, size, MADV_POPULATE_WRITE);
 		munmap(p, size);
 	}
@@ -405,7 +543,8 @@ static void usage(void)
 		"usage: prepop-bench [--sizes 1G,2G] [--kinds 4k,thp,2m] "
 		"[--methods touch,madvise,...]\n"
 		"                    [--reps N] [--warmup SIZE] "
-		"[--policy none|bind|interleave|preferred]\n");
+		"[--policy none|bind|interleave|preferred]\n"
+		"                    [--regions R] [--work-ms MS]\n");
 }
 
 int main(int argc, char **argv)
@@ -417,10 +556,13 @@ int main(int argc, char **argv)
 		{ "reps", required_argument, NULL, 'r' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "policy", required_argument, NULL, 'p' },
+		{ "regions", required_argument, NULL, 'R' },
+		{ "work-ms", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
-			      .policy_name = "none" };
+			      .policy_name = "none", .regions = 1,
+			      .work_ms = 1000 };
 	char thp_saved[64] = "", nr_saved[32] = "", *sel, list[512];
 	uint64_t max_size = 0, warm;
 	int c, i, s, k, rep;
@@ -454,6 +596,14 @@ int main(int argc, char **argv)
 				     MPOL_INTERLEAVE :
 				     !strcmp(optarg, "preferred") ?
 				     MPOL_PREFERRED : MPOL_DEFAULT;
+			break;
+		case 'R':
+			cfg.regions = atoi(optarg);
+			if (!cfg.regions || cfg.regions > MAX_REGIONS)
+				return usage(), 2;
+			break;
+		case 'W':
+			cfg.work_ms = atoi(optarg);
 			break;
 		default:
 			return usage(), 2;
