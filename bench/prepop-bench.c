@@ -19,10 +19,14 @@
  * fallback-ctx:N and module-ctx:N in one call through a context kept across
  * measurements (its workers stay, as a VMM's would); fallback-each:N and
  * module-each:N through that context, one call per region; module-fresh:N
- * through a new context each time (no worker stayed); fallback-bg:N and
+ * through a new context each time, the module keeping no worker
+ * (keep_workers=N while it runs), fallback-fresh:N the same with new
+ * threads; fallback-bg:N and
  * module-bg:N start all regions in the background while the caller works
  * --work-ms on its own, then wait: timed to both done; work is that work
- * alone. Every method is timed by the wall clock around what it does.
+ * alone. With --present the memory is populated before the clock starts:
+ * what is timed is a call's own cost. Every method is timed by the wall
+ * clock around what it does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +52,7 @@
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 #define NR_HUGEPAGES	"/proc/sys/vm/nr_hugepages"
 #define MAX_REGIONS	16
+#define KEEP_WORKERS	"/sys/module/memprepop/parameters/keep_workers"
 
 extern char **environ;
 
@@ -62,6 +67,7 @@ struct method {
 struct config {
 	unsigned int regions;	/* the memory as that many regions */
 	unsigned int work_ms;	/* the caller's own work, for the -bg methods */
+	bool present;		/* populated before the clock: a call's overhead */
 	uint64_t sizes[16];
 	int nr_sizes;
 	bool kinds[3];
@@ -306,10 +312,12 @@ static void emit(const struct config *cfg, const struct method *m,
 			last = n;
 	printf("{\"bench\": \"prepop\", \"method\": \"%s\", \"threads\": %u, "
 	       "\"kind\": \"%s\", \"size\": %llu, \"policy\": \"%s\", "
-	       "\"regions\": %u, \"rep\": %d, \"seconds\": %.6f, "
+	       "\"regions\": %u, \"present\": %s, \"rep\": %d, "
+	       "\"seconds\": %.9f, "
 	       "\"backend\": \"%s\", \"node_pages\": [", m->name,
 	       m->threads, kind_names[kind], (unsigned long long)size,
-	       cfg->policy_name, cfg->regions, rep, secs,
+	       cfg->policy_name, cfg->regions,
+	       cfg->present ? "true" : "false", rep, secs,
 	       backend ? backend : "");
 	for (n = 0; counts && n <= last; n++)
 		printf("%s%llu", n ? ", " : "", (unsigned long long)counts[n]);
@@ -362,6 +370,9 @@ static double library_run(const struct config *cfg, const struct method *m,
 	}
 	kept = &contexts[module][m->threads];
 	if (!strcmp(how, "-fresh")) {
+		/* No worker kept from before: the module keeps none now */
+		if (module && write_file(KEEP_WORKERS, "N"))
+			return -1;
 		kept = &ctx;
 		*kept = NULL;
 	}
@@ -391,8 +402,11 @@ static double library_run(const struct config *cfg, const struct method *m,
 	*backend = memprepop_backend_name(res.backend);
 	if (module && res.backend != MEMPREPOP_BACKEND_MODULE)
 		secs = -1;
-	if (kept == &ctx)
+	if (kept == &ctx) {
 		memprepop_ctx_free(ctx);
+		if (module)
+			write_file(KEEP_WORKERS, "Y");
+	}
 	return secs;
 }
 
@@ -431,6 +445,8 @@ static bool measure(const struct config *cfg, const struct method *m,
 		madvise(p, size, MADV_NOHUGEPAGE);
 	else if (kind == KIND_THP)
 		madvise(p, size, MADV_HUGEPAGE);
+	if (cfg->present)
+		madvise(p, size, MADV_POPULATE_WRITE);
 
 	t0 = now();
 	if (!strcmp(m->name, "touch")) {
@@ -544,7 +560,7 @@ static void usage(void)
 		"[--methods touch,madvise,...]\n"
 		"                    [--reps N] [--warmup SIZE] "
 		"[--policy none|bind|interleave|preferred]\n"
-		"                    [--regions R] [--work-ms MS]\n");
+		"                    [--regions R] [--work-ms MS] [--present]\n");
 }
 
 int main(int argc, char **argv)
@@ -558,6 +574,7 @@ int main(int argc, char **argv)
 		{ "policy", required_argument, NULL, 'p' },
 		{ "regions", required_argument, NULL, 'R' },
 		{ "work-ms", required_argument, NULL, 'W' },
+		{ "present", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
@@ -604,6 +621,9 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			cfg.work_ms = atoi(optarg);
+			break;
+		case 'P':
+			cfg.present = true;
 			break;
 		default:
 			return usage(), 2;

@@ -20,8 +20,10 @@ for line in sys.stdin:
     if start < 0:
         continue
     r = json.loads(line[start:])
-    key = (r["kind"], r["size"], r["policy"], r["method"], r["threads"],
-           r.get("regions", 1))
+    # A call over pages already there is its own policy: "present"
+    key = (r["kind"], r["size"],
+           r["policy"] + (", present" if r.get("present") else ""),
+           r["method"], r["threads"], r.get("regions", 1))
     runs.setdefault(key, []).append(r)
 
 summary = []
@@ -104,7 +106,7 @@ for kind in ("4k", "thp", "2m"):
                 for be in ("module", "fallback"):
                     one, each = (find(kind, size, pol, be + "-ctx", n),
                                  find(kind, size, pol, be + "-each", n))
-                    if one and each:
+                    if one and each and one["median_s"] > 0:
                         ratios.append(("%s-each:%d vs %s-ctx:%d (%d regions)"
                                        % (be, n, be, n, one["regions"]),
                                        kind, size, pol,
@@ -112,10 +114,13 @@ for kind in ("4k", "thp", "2m"):
                                        1.7))
                     # Small calls: the latency against madvise's
                     md = find(kind, size, pol, "madvise", 1)
-                    for how, target in (("-ctx", 1.5 if size <= 2 << 20
-                                         else 1.2), ("-fresh", None)):
+                    small = 1.5 if size <= 2 << 20 else 1.2
+                    if "present" in pol:
+                        small = None
+                    for how, target in (("-ctx", small), ("-fresh", None)):
                         c = find(kind, size, pol, be + how, n)
-                        if c and md and size <= 64 << 20:
+                        if c and md and md["median_s"] > 0 and \
+                                size <= 64 << 20:
                             ratios.append(("%s%s:%d latency / madvise" %
                                            (be, how, n), kind, size, pol,
                                            c["median_s"] / md["median_s"],
@@ -124,7 +129,7 @@ for kind in ("4k", "thp", "2m"):
                     bg, alone, work = (find(kind, size, pol, be + "-bg", n),
                                        find(kind, size, pol, be + "-ctx", n),
                                        find(kind, size, pol, "work", 1))
-                    if bg and alone and work:
+                    if bg and alone and work and alone["median_s"] > 0:
                         longer = max(alone["median_s"], work["median_s"])
                         ratios.append(("%s-bg:%d both done / longer of the "
                                        "two" % (be, n), kind, size, pol,
@@ -208,4 +213,27 @@ for kind in ("4k", "thp", "2m"):
         plot(kind + "-threads", "populate %d MiB of %s pages (%s)" %
              (sizes[-1] >> 20, kind, name), "threads or workers", rows,
              lambda s: s["threads"], lambda s: s["method"], "set xtics 1;")
+# The VMM scenarios: one bar chart of medians per group of one run
+vmm = ("-ctx", "-each", "-bg", "-fresh")
+groups = {}
+for s in summary:
+    groups.setdefault((s["kind"], s["size"], s["policy"], s["regions"]),
+                      []).append(s)
+for (kind, size, pol, regions), rows in sorted(groups.items()):
+    if not any(r["method"].endswith(vmm) for r in rows):
+        continue
+    tag = "%s-%dM-%s-%dr" % (kind, size >> 20, pol.replace(", ", "-"),
+                             regions)
+    data = os.path.join(out_dir, "%s-%s.dat" % (name, tag))
+    with open(data, "w") as f:
+        for r in sorted(rows, key=lambda r: r["median_s"]):
+            f.write("\"%s\" %.6f\n" % (label(r), r["median_s"] * 1e3))
+    png = os.path.join(out_dir, "%s-%s.png" % (name, tag))
+    script = ("set terminal png size 900,480 noenhanced; set output '%s';"
+              "set title '%d MiB of %s pages, %s, %d region(s) (%s)';"
+              "set ylabel 'median ms'; set style fill solid 0.6;"
+              "set boxwidth 0.7; set xtics rotate by -30; set grid y;"
+              "set yrange [0:*]; plot '%s' using 0:2:xtic(1) with boxes "
+              "notitle" % (png, size >> 20, kind, pol, regions, name, data))
+    subprocess.run(["gnuplot", "-e", script], check=False)
 print("\n".join(lines))

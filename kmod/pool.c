@@ -33,6 +33,11 @@ module_param(max_threads, uint, 0644);
 MODULE_PARM_DESC(max_threads,
 		 "Most worker threads in the system at once (0: 4 per online CPU)");
 
+static bool keep_workers = true;
+module_param(keep_workers, bool, 0644);
+MODULE_PARM_DESC(keep_workers,
+		 "Keep a process's workers between its calls (default: yes)");
+
 /* How often an idle thread looks whether its process is still there */
 #define MPP_IDLE_CHECK	HZ
 
@@ -186,13 +191,16 @@ void mpp_threads_put(struct mm_struct *mm, unsigned int nr)
  * A file keeps the pool of the first process that populates through it.
  *
  * Return: the caller's pool when the file keeps it, so that its threads may
- * stay; NULL otherwise (another process's file, or no memory).
+ * stay; NULL otherwise (another process's file, workers not kept, or no
+ * memory).
  */
 struct mpp_pool *mpp_pool_keep(struct mpp_pool **keep)
 {
 	struct mm_struct *mm = current->mm;
 	struct mpp_pool *pool, *new;
 
+	if (!READ_ONCE(keep_workers))
+		return NULL;
 	pool = READ_ONCE(*keep);
 	if (pool)
 		return pool->mm == mm ? pool : NULL;

@@ -6,7 +6,7 @@
 ktap_need_device
 ktap_need_cmd memprepop-example-vmm
 echo "TAP version 13"
-echo "1..2"
+echo "1..3"
 
 out=$(memprepop-example-vmm 96 2 2>/dev/null)
 status=$?
@@ -19,5 +19,11 @@ status=$?
 echo "$out" | sed 's/^/# /'
 [ $status = 0 ] && echo "$out" | grep -q shmem
 ok $? "more than the hugetlb pool: shmem, still placed and locked"
+
+out=$(memprepop-example-vmm 96 2 fallback 2>/dev/null)
+status=$?
+echo "$out" | sed 's/^/# /'
+[ $status = 0 ] && [ "$(echo "$out" | grep -c '100.0% of pages on node')" = 2 ]
+ok $? "the same through the library's fallback, in the background too"
 
 ktap_finish
