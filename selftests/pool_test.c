@@ -17,7 +17,21 @@
 #include "memprepop_test.h"
 #include "worker_helpers.h"
 
+/* Minutes under KASAN and TCG: the runner's timeout bounds the program */
 #define SLOW	3600
+
+FIXTURE(pool)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(pool)
+{
+}
+
+FIXTURE_TEARDOWN(pool)
+{
+}
 
 static long workers_reused(void)
 {
@@ -29,7 +43,7 @@ static long workers_reused(void)
  * are reused, and they are there, idle, between the calls. Closing the
  * file ends them.
  */
-TEST(kept_between_calls)
+TEST_F_TIMEOUT(pool, kept_between_calls, SLOW)
 {
 	size_t len = 64 * MiB;
 	struct memprepop_populate req;
@@ -81,7 +95,7 @@ TEST(kept_between_calls)
  * call at SCHED_OTHER, a SCHED_BATCH nice 5 caller's call runs on workers
  * of that policy and nice only.
  */
-TEST(kept_workers_take_each_callers_scheduling)
+TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 {
 	int status;
 	pid_t pid;
@@ -138,7 +152,7 @@ TEST(kept_workers_take_each_callers_scheduling)
  * A file passed to another process serves it with workers of its own,
  * which go when its call is done; the owner's stay.
  */
-TEST(passed_file_gets_its_own_workers)
+TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 {
 	size_t len = 64 * MiB;
 	struct memprepop_populate req;
@@ -187,7 +201,7 @@ TEST(passed_file_gets_its_own_workers)
  * once and again: never more workers alive than the system's bound, nor
  * more for one process than it has CPUs.
  */
-TEST(many_processes_within_the_bound)
+TEST_F_TIMEOUT(pool, many_processes_within_the_bound, SLOW)
 {
 	int nproc = 8, ncpu = sysconf(_SC_NPROCESSORS_ONLN), most = 0;
 	long max_threads = read_long("/sys/module/memprepop/parameters/max_threads");
