@@ -318,7 +318,7 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
 		/* No worker: all of it in the caller's own context */
 		for (i = 0; i < req->nr_segs; i++)
 			req->segs[i].caller_only = true;
-		req->caller_segs = req->nr_segs;
+		req->caller_segs = req->nr_segs > 0;
 	} else {
 		/* Nodes without workers are served by the nearest with some */
 		mpp_serve(req, created_on, NULL);

@@ -400,27 +400,18 @@ TEST_F_TIMEOUT(bg, workers_take_callers_scheduling, SLOW)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		struct sched_param sp = { 0 };
 		size_t len = 1024 * MiB;
-		struct worker_stat ws[64];
 		int seen = 0, bad = 0, result;
 		char *p = map_anon(len);
 		int fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
 		struct bg bg;
 
-		if (!p || fd < 0 || sched_setscheduler(0, SCHED_BATCH, &sp) ||
-		    setpriority(PRIO_PROCESS, 0, 5))
+		if (!p || fd < 0 || become_batch_nice5())
 			_exit(2);
 		if (bg_start(fd, &bg, p, len, 0))
 			_exit(3);
-		while (!readable(fd, 1)) {
-			int n = scan_workers(ws, 64);
-
-			for (int i = 0; i < n && i < 64; i++, seen++)
-				if (ws[i].policy != SCHED_BATCH ||
-				    ws[i].nice != 5)
-					bad++;
-		}
+		while (!readable(fd, 1))
+			sample_batch_nice5(&seen, &bad);
 		if (bg_wait(fd, 0, &result) || result)
 			_exit(4);
 		printf("# %d worker observations, %d not SCHED_BATCH nice 5\n",

@@ -104,9 +104,7 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		struct sched_param sp = { 0 };
 		struct memprepop_populate req;
-		struct worker_stat ws[64];
 		size_t len = 512 * MiB;
 		int fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
 		int seen = 0, bad = 0;
@@ -115,8 +113,7 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 
 		if (!p || fd < 0 || ioc_populate(fd, p, 16 * MiB, 0, &req))
 			_exit(2);
-		if (sched_setscheduler(0, SCHED_BATCH, &sp) ||
-		    setpriority(PRIO_PROCESS, 0, 5))
+		if (become_batch_nice5())
 			_exit(3);
 		memset(&req, 0, sizeof(req));
 		req.addr = (uintptr_t)p;
@@ -128,12 +125,8 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 			struct memprepop_wait w = {
 				.flags = MEMPREPOP_WAIT_NOHANG,
 			};
-			int n = scan_workers(ws, 64);
 
-			for (int i = 0; i < n && i < 64; i++, seen++)
-				if (ws[i].policy != SCHED_BATCH ||
-				    ws[i].nice != 5)
-					bad++;
+			sample_batch_nice5(&seen, &bad);
 			if (!ioctl(fd, MEMPREPOP_IOC_WAIT, &w))
 				break;
 			if (errno != EAGAIN)

@@ -8,6 +8,8 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "memprepop_test.h"
@@ -101,6 +103,30 @@ static inline bool workers_gone(double secs)
 		usleep(10 * 1000);
 	}
 	return true;
+}
+
+/* The calling process becomes SCHED_BATCH at nice 5: 0, or -1 */
+static inline int become_batch_nice5(void)
+{
+	struct sched_param sp = { 0 };
+
+	if (sched_setscheduler(0, SCHED_BATCH, &sp))
+		return -1;
+	return setpriority(PRIO_PROCESS, 0, 5);
+}
+
+/*
+ * The workers alive now, from /proc: adds them to @seen and those not
+ * SCHED_BATCH at nice 5 to @bad.
+ */
+static inline void sample_batch_nice5(int *seen, int *bad)
+{
+	struct worker_stat ws[64];
+	int n = scan_workers(ws, 64);
+
+	for (int i = 0; i < n && i < 64; i++, (*seen)++)
+		if (ws[i].policy != SCHED_BATCH || ws[i].nice != 5)
+			(*bad)++;
 }
 
 #endif /* MEMPREPOP_WORKER_HELPERS_H */
