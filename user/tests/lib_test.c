@@ -781,14 +781,9 @@ static void layout_ranges(char *p, struct memprepop_range *r)
 /* Bytes present from @addr up to the first page that is not */
 static uint64_t range_prefix(uint64_t addr, uint64_t len)
 {
-	size_t n, psz = page_size();
-
-	if (addr % psz)
+	if (addr % page_size())
 		return 0;
-	for (n = 0; n < len / psz; n++)
-		if (!present_pages((void *)(uintptr_t)(addr + n * psz), psz))
-			break;
-	return n * psz;
+	return present_prefix((const char *)(uintptr_t)addr, len);
 }
 
 static struct memprepop_range range_of(const char *p, size_t len)
