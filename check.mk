@@ -5,7 +5,7 @@
 # without saying so in KTAP still counts as a failure.
 
 .PHONY: check check-kernel check-compat check-docs check-host check-install \
-	check-vm check-dkms check-deb check-debug checkpatch
+	check-vm check-dkms check-deb check-debug check-qemu checkpatch
 
 CHECK_STAGES	:= check-kernel check-compat check-docs check-host \
 		   check-install check-vm check-dkms check-deb
@@ -69,3 +69,12 @@ check-debug: deps
 	@set -o pipefail; scripts/check-debug $(B) $(KSRC) $(DEBUG_FUZZ_ITERS) \
 		$(DEBUG_STRESS_SECS) $(DEBUG_TIMEOUT) 2>&1 | \
 		tee $(B)/check-debug.log | selftests/ktap-summary
+
+# QEMU with contrib/qemu's series against Debian's stock QEMU, on this host
+# and in the test VM (not part of make check: its first build takes long;
+# the build is cached, see scripts/qemu-build)
+check-qemu: deps $(VM_INITRD)
+	@$(MAKE) -s lib tool docs
+	@set -o pipefail; scripts/check-qemu $(B) $(VM_INITRD) $(VM_KVER) \
+		2>&1 | tee $(B)/check-qemu.log | selftests/ktap-summary
+

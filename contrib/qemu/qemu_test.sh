@@ -1,0 +1,286 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# QEMU with contrib/qemu's series against Debian's stock QEMU of the same
+# version, both run the same way: `-machine none` with one memory backend
+# per NUMA node (bound to it, or all to node 0 on a host with one node),
+# preallocated, locked (-overcommit mem-lock=on). Everything is read from
+# outside the QEMU process, as an operator would: /proc/PID/numa_maps for
+# the pages per node, VmLck, the maps for libmemprepop, the module's
+# counters, the workers' allowed CPUs, the exit status and messages.
+# KTAP on stdout.
+#
+# usage: qemu_test.sh PATCHED_QEMU [STOCK_QEMU]
+#
+# MEMPREPOP_QEMU_MIB: MiB per backend (default 256). TCG's code buffer is
+# kept at 16 MiB: without KVM it would be 1 GiB, which mem-lock=on locks too.
+#
+# The backends' arguments are split into words on purpose:
+# shellcheck disable=SC2046
+patched=$1
+stock=${2:-qemu-system-x86_64}
+mib=${MEMPREPOP_QEMU_MIB:-256}
+here=$(cd "$(dirname "$0")" && pwd)
+for h in "$here/ktap_helpers.sh" "$here/../../selftests/ktap_helpers.sh"; do
+	# shellcheck source=../../selftests/ktap_helpers.sh
+	[ -e "$h" ] && . "$h" && break
+done
+stats=/sys/class/misc/memprepop/stats
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Nodes with memory, as QEMU's host-nodes takes them
+nodes=$(cd /sys/devices/system/node && for n in node[0-9]*; do
+	grep -q 'MemTotal: *[1-9]' "$n/meminfo" && echo "${n#node}"
+done)
+nr_nodes=$(echo "$nodes" | wc -l)
+# Two backends, as a 2-node guest has them: on nodes 0 and 1 where there are
+# two, both on the first node otherwise
+node_of() {
+	if [ "$nr_nodes" -ge 2 ]; then
+		echo "$nodes" | sed -n "$(($1 + 1))p"
+	else
+		echo "$nodes" | head -n 1
+	fi
+}
+backends() {	# PRE ('on'/'off') THREADS [EXTRA]: the -object arguments
+	for i in 0 1; do
+		printf -- '-object memory-backend-ram,id=m%s,size=%sM,' "$i" "$mib"
+		printf 'host-nodes=%s,policy=bind,prealloc=%s,' "$(node_of $i)" "$1"
+		printf 'prealloc-threads=%s%s ' "$2" "${3:-}"
+	done
+}
+
+# start BIN ARGS...: QEMU with its monitor on a pipe, until the monitor
+# answers "info status" (every backend created and preallocated by then);
+# $pid is the process, fd 3 its monitor. Fails if QEMU exits first.
+start() {
+	bin=$1
+	shift
+	rm -f "$tmp/in"
+	mkfifo "$tmp/in"
+	# shellcheck disable=SC2086 # the arguments are split on purpose
+	"$bin" -machine none -nodefaults -display none -monitor stdio \
+		-accel tcg,tb-size=16 "$@" \
+		< "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
+	pid=$!
+	exec 3> "$tmp/in"
+	echo "info status" >&3
+	i=0
+	while ! grep -q "VM status" "$tmp/out"; do
+		kill -0 "$pid" 2> /dev/null || { stop; return 1; }
+		i=$((i + 1))
+		[ $i -lt 6000 ] || { stop; return 1; }
+		sleep 0.1
+	done
+}
+# stop: quit QEMU; $status is its exit status
+stop() {
+	echo quit >&3 2> /dev/null
+	exec 3>&-
+	wait "$pid"
+	status=$?
+}
+# hmp COMMAND: a monitor command, answered before the next prompt's reply
+hmp() {
+	n=$(grep -c "VM status" "$tmp/out")
+	echo "$1" >&3
+	echo "info status" >&3
+	i=0
+	while [ "$(grep -c "VM status" "$tmp/out")" -le "$n" ] && [ $i -lt 6000 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+}
+
+# Pages (of 4 KiB) of the bound mappings on node N: "bind:NODE N<N>=..."
+bound_pages() {	# BIND_NODE ON_NODE
+	awk -v b="bind:$1" -v n="N$2" '$2 == b {
+		k = 4; for (i = 3; i <= NF; i++) if ($i ~ /^kernelpagesize_kB=/) {
+			split($i, a, "="); k = a[2] }
+		for (i = 3; i <= NF; i++) { split($i, a, "=");
+			if (a[1] == n) s += a[2] * k / 4 } }
+		END { print s + 0 }' "/proc/$pid/numa_maps"
+}
+vmlck_kb() { awk '/^VmLck:/ { print $2 }' "/proc/$pid/status"; }
+stat_of() { cat "$stats/$1" 2> /dev/null || echo 0; }
+
+# placed WHAT: each backend's pages all on its own node, none elsewhere
+placed() {
+	want=$((2 * mib * 256))
+	if [ "$nr_nodes" -ge 2 ]; then
+		want=$((mib * 256))
+	fi
+	good=0
+	for i in 0 1; do
+		nd=$(node_of $i)
+		got=$(bound_pages "$nd" "$nd")
+		[ "$got" = "$want" ] || good=1
+		for o in $nodes; do
+			[ "$o" = "$nd" ] && continue
+			[ "$(bound_pages "$nd" "$o")" = 0 ] || good=1
+		done
+		echo "# $1: backend $i bound to node $nd: $got of $want pages there"
+	done
+	return $good
+}
+
+echo "TAP version 13"
+if [ ! -x "$patched" ]; then
+	echo "1..0 # SKIP no patched QEMU at '$patched'"
+	exit 4
+fi
+command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
+echo "1..12"
+has_module=0
+[ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
+echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend"
+
+# 1-3: the series' QEMU, preallocated and locked
+calls0=$(stat_of calls) bytes0=$(stat_of bytes_populated)
+if start "$patched" $(backends on 2) -overcommit mem-lock=on; then
+	grep -q libmemprepop "/proc/$pid/maps"
+	mapped=$?
+	placed patched
+	ok $? "patched: every page of each backend on its bound node"
+	lck=$(vmlck_kb)
+	echo "# patched: VmLck $lck kB"
+	[ "$lck" -ge $((2 * mib * 1024)) ]
+	ok $? "patched: both backends locked (VmLck >= $((2 * mib)) MiB)"
+	stop
+	[ $mapped = 0 ] && [ "$status" = 0 ]
+	ok $? "patched: ran with libmemprepop mapped, quit with status 0"
+else
+	cat "$tmp/err"
+	for t in "placement" "locked" "runs"; do ok 1 "patched: $t"; done
+fi
+calls1=$(stat_of calls) bytes1=$(stat_of bytes_populated)
+
+# 4: through the module, both backends in one call
+if [ $has_module = 1 ]; then
+	echo "# module: $((calls1 - calls0)) calls, $((bytes1 - bytes0)) bytes"
+	[ $((calls1 - calls0)) = 1 ] &&
+		[ $((bytes1 - bytes0)) = $((2 * mib * 1048576)) ]
+	ok $? "patched: both backends in one call of the module"
+else
+	ok 0 "patched: both backends in one call of the module # SKIP no module"
+fi
+
+# 5-6: stock QEMU, the same way: what the patched one is held to
+if start "$stock" $(backends on 2) -overcommit mem-lock=on; then
+	placed stock
+	ok $? "stock: every page of each backend on its bound node"
+	lck=$(vmlck_kb)
+	[ "$lck" -ge $((2 * mib * 1024)) ]
+	ok $? "stock: both backends locked (VmLck $lck kB)"
+	stop
+else
+	cat "$tmp/err"
+	ok 1 "stock: placement"
+	ok 1 "stock: locked"
+fi
+
+# 7: a backend added at run time is preallocated at once (not queued)
+calls0=$(stat_of calls)
+if start "$patched" $(backends off 1); then
+	hmp "object_add memory-backend-ram,id=hot,size=64M,prealloc=on,prealloc-threads=2"
+	present=$(awk '$2 == "default" && / anon=16384 / { f = 1 } END { print f + 0 }' \
+		"/proc/$pid/numa_maps")
+	calls1=$(stat_of calls)
+	echo "# object_add: 64 MiB mapping fully present: $present; module calls: $((calls1 - calls0))"
+	[ "$present" = 1 ] && { [ $has_module = 0 ] || [ $((calls1 - calls0)) = 1 ]; }
+	ok $? "patched: object_add with prealloc=on populates at once"
+	stop
+else
+	cat "$tmp/err"
+	ok 1 "patched: object_add with prealloc=on populates at once"
+fi
+
+# 8: a thread context's CPUs are the workers' CPUs
+if [ $has_module = 1 ] && [ "$(nproc)" -ge 2 ]; then
+	: > "$tmp/cpus"
+	(
+		while [ ! -e "$tmp/done" ]; do
+			for p in /proc/[0-9]*; do
+				read -r comm < "$p/comm" 2> /dev/null || continue
+				case $comm in memprepop/*)
+					awk '/^Cpus_allowed_list:/ { print $2 }' \
+						"$p/status" >> "$tmp/cpus" ;;
+				esac
+			done
+		done
+	) &
+	sampler=$!
+	if start "$patched" -object thread-context,id=tc,cpu-affinity=0 \
+		$(backends on 2 ,prealloc-context=tc); then
+		stop
+	fi
+	touch "$tmp/done"
+	wait $sampler
+	seen=$(sort -u "$tmp/cpus" | tr '\n' ' ')
+	echo "# workers' allowed CPUs with a context on CPU 0: ${seen:-none seen}"
+	[ -n "$seen" ] && [ "$seen" = "0 " ]
+	ok $? "patched: workers keep to the thread context's CPUs"
+else
+	ok 0 "patched: workers keep to the thread context's CPUs # SKIP needs the module and 2 CPUs"
+fi
+
+# 11-12: with memory locked, a backend added later (memory hotplug) is bound
+# before it is populated and locked (seed 001's order), not moved after
+nd=$(node_of 1)
+hot="memory-backend-ram,id=hot,size=${mib}M,host-nodes.0=$nd,policy=bind"
+for q in patched stock; do
+	eval bin=\$$q
+	calls0=$(stat_of calls)
+	if start "$bin" -overcommit mem-lock=on; then
+		lck0=$(vmlck_kb)
+		hmp "object_add $hot,prealloc-threads=2"
+		got=$(bound_pages "$nd" "$nd")
+		lck=$(vmlck_kb)
+		calls=$(($(stat_of calls) - calls0))
+		stop
+		echo "# $q: object_add after mem-lock=on: $got of $((mib * 256)) pages on node $nd, VmLck +$((lck - lck0)) kB, module calls $calls"
+		[ "$got" = $((mib * 256)) ] &&
+			[ $((lck - lck0)) -ge $((mib * 1024)) ] &&
+			{ [ $q = stock ] || [ $has_module = 0 ] ||
+			  [ "$calls" = 1 ]; }
+		ok $? "$q: a backend added with memory locked: on its node, locked"
+	else
+		cat "$tmp/err"
+		ok 1 "$q: a backend added with memory locked: on its node, locked"
+	fi
+done
+
+# 9-10: a hugetlb pool too small on the bound node (the reservation, for all
+# nodes, is granted; faulting on that node fails): QEMU's own error, its own
+# exit status
+hp=/dev/hugepages
+nd=$(node_of 1)
+pool=/sys/devices/system/node/node$nd/hugepages/hugepages-2048kB
+node_free=$(cat "$pool/free_hugepages" 2> /dev/null || echo 0)
+free=$(awk '/^HugePages_Free:/ { print $2 }' /proc/meminfo)
+if grep -q " $hp hugetlbfs" /proc/mounts && [ "$nr_nodes" -ge 2 ] &&
+   [ "$node_free" -gt 0 ] && [ "$((node_free + 4))" -le "${free:-0}" ]; then
+	obj="memory-backend-file,id=h,size=$(((node_free + 4) * 2))M"
+	obj="$obj,mem-path=$hp,host-nodes=$nd,policy=bind,prealloc=on"
+	obj="$obj,prealloc-threads=2"
+	for q in stock patched; do
+		eval bin=\$$q
+		"$bin" -machine none -nodefaults -display none -object "$obj" \
+			< /dev/null > /dev/null 2> "$tmp/err.$q"
+		echo $? > "$tmp/rc.$q"
+		sed "s|^[^:]*: ||" "$tmp/err.$q" > "$tmp/msg.$q"
+		echo "# $q: exit $(cat "$tmp/rc.$q"): $(cat "$tmp/msg.$q")"
+	done
+	[ "$(cat "$tmp/rc.patched")" = "$(cat "$tmp/rc.stock")" ] &&
+		[ "$(cat "$tmp/rc.patched")" -gt 0 ] &&
+		[ "$(cat "$tmp/rc.patched")" -lt 128 ]
+	ok $? "hugetlb pool exhausted: the same exit status as stock, no signal"
+	grep -q "preallocating memory failed" "$tmp/msg.patched" &&
+		cmp -s "$tmp/msg.stock" "$tmp/msg.patched"
+	ok $? "hugetlb pool exhausted: the same message as stock"
+else
+	why="needs 2 nodes and free 2 MiB hugetlb pages on $hp"
+	ok 0 "hugetlb pool exhausted: exit status # SKIP $why"
+	ok 0 "hugetlb pool exhausted: message # SKIP $why"
+fi
+ktap_finish
