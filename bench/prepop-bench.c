@@ -13,6 +13,16 @@
  * or workers), memset:N (N threads zeroing memory already populated: the
  * bandwidth limit). Page kinds: 4k (THP off), thp (THP always), 2m (hugetlb).
  *
+ * QEMU against QEMU: qemu-stock:N (the qemu-system-x86_64 on PATH) and
+ * qemu-mpp:N (--qemu-mpp PATH, built with contrib/qemu's series), both timed
+ * from spawn to their monitor's answer, whole: each line also carries the
+ * same binary's time to ready without preallocation or locking ("startup"),
+ * the pages per node of its bound backends and its VmLck, read from /proc
+ * while it runs. --mem-lock adds -overcommit mem-lock=on to both.
+ * qemu-stock-hot:N and qemu-mpp-hot:N start QEMU without backends and add
+ * them with object_add once it is ready (memory hotplug): timed from the
+ * command to its answer.
+ *
  * A VM's layout: --regions R cuts the memory into R regions, region i bound
  * to node i modulo the nodes with --policy bind; QEMU gets R backends.
  * fallback:N and module:N populate all regions in one one-shot call;
@@ -78,6 +88,31 @@ struct config {
 	int policy;		/* MPOL_* for the mapping, MPOL_DEFAULT: none */
 	const char *policy_name;
 	char hugetlbfs[64];	/* a mount for QEMU's hugetlb backend */
+	const char *qemu_mpp;	/* QEMU built with contrib/qemu's series */
+	bool mem_lock;		/* -overcommit mem-lock=on for qemu-*: */
+};
+
+#define QEMU_NODES	8
+/* How qemu_run() runs QEMU */
+#define QEMU_LOCK	(1u << 0)	/* -overcommit mem-lock=on */
+/*
+ * Without KVM (the test VM), TCG reserves a 1 GiB code buffer, which
+ * mem-lock=on populates and locks along with guest RAM: keep it at 16 MiB,
+ * as small as a VMM's own memory is beside guest RAM with KVM
+ */
+#define QEMU_SMALL_TB	(1u << 1)
+/*
+ * The backends added once QEMU is ready (object_add, as memory hotplug
+ * does), after mem-lock=on has locked memory: timed from the command to its
+ * answer
+ */
+#define QEMU_HOTPLUG	(1u << 2)
+
+/* What a QEMU run showed from outside, just before it quit */
+struct qemu_seen {
+	double ready;			/* seconds from spawn to ready */
+	uint64_t node_pages[QEMU_NODES]; /* base pages of bound backends */
+	long vmlck_kb;
 };
 
 static double now(void)
@@ -197,6 +232,71 @@ static double timed_memset(char *p, uint64_t size, unsigned int n)
 }
 
 /*
+ * The pages per node of @pid's bound mappings (its backends), from its
+ * numa_maps, and its VmLck, as anyone on the host can read them
+ */
+static void qemu_look(pid_t pid, struct qemu_seen *seen)
+{
+	char path[64], line[4096];
+	FILE *f;
+
+	memset(seen->node_pages, 0, sizeof(seen->node_pages));
+	seen->vmlck_kb = -1;
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long kb = 4, n;
+		char *tok, *save;
+		int node;
+
+		if (!strstr(line, " bind:"))
+			continue;
+		tok = strstr(line, "kernelpagesize_kB=");
+		if (tok)
+			kb = strtoull(tok + 18, NULL, 10);
+		for (tok = strtok_r(line, " \n", &save); tok;
+		     tok = strtok_r(NULL, " \n", &save))
+			if (sscanf(tok, "N%d=%llu", &node, &n) == 2 &&
+			    node >= 0 && node < QEMU_NODES)
+				seen->node_pages[node] += n * kb / 4;
+	}
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmLck: %ld", &seen->vmlck_kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Reads the monitor until it answers "info status"; false if QEMU is gone.
+ * Its echo of a command line is long (the line redrawn per character): the
+ * text is searched as it passes, with what might be the start of the answer
+ * kept from one read to the next.
+ */
+static bool monitor_answered(int fd)
+{
+	static const char answer[] = "VM status";
+	size_t kept = 0, total, tail;
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = read(fd, buf + kept, sizeof(buf) - 1 - kept)) > 0) {
+		total = kept + n;
+		buf[total] = 0;
+		if (strstr(buf, answer))
+			return true;
+		tail = sizeof(answer) - 1;
+		kept = total < tail ? total : tail;
+		memmove(buf, buf + total - kept, kept);
+	}
+	return false;
+}
+
+/*
  * Seconds until QEMU with this memory backend is ready: from its spawn to
  * its monitor's answer to "info status", which the main loop gives once
  * every backend exists, preallocated. QEMU quits after that, untimed, so
@@ -204,20 +304,19 @@ static double timed_memset(char *p, uint64_t size, unsigned int n)
  * down.
  */
 static double qemu_run(const struct config *cfg, uint64_t size,
-		       enum kind kind, unsigned int threads, bool prealloc)
+		       enum kind kind, unsigned int threads, bool prealloc,
+		       const char *bin, unsigned int how, struct qemu_seen *seen)
 {
 	static const char ask[] = "info status\n", quit[] = "quit\n";
 	char objects[MAX_REGIONS][512], mib[32], buf[4096];
-	char *argv[10 + 2 * MAX_REGIONS] = {
-		"qemu-system-x86_64", "-machine", "none", "-nodefaults",
+	char *argv[12 + 2 * MAX_REGIONS] = {
+		(char *)bin, "-machine", "none", "-nodefaults",
 		"-display", "none", "-monitor", "stdio",
 	};
 	int argc = 8;
 	posix_spawn_file_actions_t fa;
 	int in[2], out[2], devnull, status;
 	double t0, ready = -1;
-	size_t got = 0;
-	ssize_t n;
 	pid_t pid;
 
 	snprintf(mib, sizeof(mib), "%lluM",
@@ -227,7 +326,9 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 
 		/* A region per node, as the other methods have them */
 		if (cfg->policy != MPOL_DEFAULT && cfg->regions > 1)
+			/* object_add's parser takes a list by its items */
 			snprintf(policy, sizeof(policy),
+				 how & QEMU_HOTPLUG ? ",host-nodes.0=%d,policy=%s" :
 				 ",host-nodes=%d,policy=%s",
 				 __builtin_ctzl(policy_mask(cfg, i)),
 				 cfg->policy == MPOL_BIND ? "bind" :
@@ -245,8 +346,18 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 				 "memory-backend-ram,id=m%u,size=%s,"
 				 "prealloc=%s,prealloc-threads=%u%s", i, mib,
 				 prealloc ? "on" : "off", threads, policy);
+		if (how & QEMU_HOTPLUG)
+			continue;
 		argv[argc++] = "-object";
 		argv[argc++] = obj;
+	}
+	if (how & QEMU_LOCK) {
+		argv[argc++] = "-overcommit";
+		argv[argc++] = "mem-lock=on";
+	}
+	if (how & QEMU_SMALL_TB) {
+		argv[argc++] = "-accel";
+		argv[argc++] = "tcg,tb-size=16";
 	}
 	argv[argc] = NULL;
 	if (pipe(in))
@@ -273,17 +384,25 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	close(out[1]);
 	close(devnull);
 	/* Read by the monitor once the main loop runs */
-	if (write(in[1], ask, sizeof(ask) - 1) == sizeof(ask) - 1) {
-		while (got < sizeof(buf) - 1 &&
-		       (n = read(out[0], buf + got, sizeof(buf) - 1 - got)) > 0) {
-			got += n;
-			buf[got] = 0;
-			if (strstr(buf, "VM status")) {
-				ready = now() - t0;
-				break;
-			}
+	if (write(in[1], ask, sizeof(ask) - 1) == sizeof(ask) - 1 &&
+	    monitor_answered(out[0]))
+		ready = now() - t0;
+	if ((how & QEMU_HOTPLUG) && ready >= 0) {
+		bool sent = true;
+
+		t0 = now();
+		for (unsigned int i = 0; i < cfg->regions; i++) {
+			char cmd[600];
+			int len = snprintf(cmd, sizeof(cmd), "object_add %s\n",
+					   objects[i]);
+
+			sent &= write(in[1], cmd, len) == len;
 		}
+		sent &= write(in[1], ask, sizeof(ask) - 1) == sizeof(ask) - 1;
+		ready = sent && monitor_answered(out[0]) ? now() - t0 : -1;
 	}
+	if (seen && ready >= 0)
+		qemu_look(pid, seen);
 	if (write(in[1], quit, sizeof(quit) - 1) != sizeof(quit) - 1)
 		ready = -1;
 	close(in[1]);
@@ -324,6 +443,32 @@ static void emit(const struct config *cfg, const struct method *m,
 	printf("]}\n");
 	fflush(stdout);
 	free(counts);
+}
+
+/* A QEMU run: its time to ready, whole, and what it showed */
+static void emit_qemu(const struct config *cfg, const struct method *m,
+		      enum kind kind, uint64_t size, int rep,
+		      const struct qemu_seen *seen, double startup)
+{
+	int n, last = 0;
+
+	for (n = 0; n < QEMU_NODES; n++)
+		if (seen->node_pages[n])
+			last = n;
+	printf("{\"bench\": \"prepop\", \"method\": \"%s\", \"threads\": %u, "
+	       "\"kind\": \"%s\", \"size\": %llu, \"policy\": \"%s\", "
+	       "\"regions\": %u, \"present\": false, \"rep\": %d, "
+	       "\"seconds\": %.9f, \"startup\": %.9f, \"mem_lock\": %s, "
+	       "\"vmlck_kb\": %ld, \"backend\": \"\", \"node_pages\": [",
+	       m->name, m->threads, kind_names[kind],
+	       (unsigned long long)size, cfg->policy_name, cfg->regions, rep,
+	       seen->ready, startup, cfg->mem_lock ? "true" : "false",
+	       seen->vmlck_kb);
+	for (n = 0; n <= last; n++)
+		printf("%s%llu", n ? ", " : "",
+		       (unsigned long long)seen->node_pages[n]);
+	printf("]}\n");
+	fflush(stdout);
 }
 
 /*
@@ -420,9 +565,33 @@ static bool measure(const struct config *cfg, const struct method *m,
 	char *p = NULL;
 	uint64_t off;
 
+	if (!strncmp(m->name, "qemu-stock", 10) ||
+	    !strncmp(m->name, "qemu-mpp", 8)) {
+		const char *bin = !strncmp(m->name, "qemu-mpp", 8) ?
+				  cfg->qemu_mpp : "qemu-system-x86_64";
+		bool hot = strstr(m->name, "-hot");
+		struct qemu_seen seen;
+		double startup = 0;
+
+		if (!bin)
+			return false;
+		seen.ready = qemu_run(cfg, size, kind, m->threads, true, bin,
+				      QEMU_SMALL_TB |
+				      (cfg->mem_lock ? QEMU_LOCK : 0) |
+				      (hot ? QEMU_HOTPLUG : 0), &seen);
+		if (!hot)
+			startup = qemu_run(cfg, size, kind, m->threads, false,
+					   bin, QEMU_SMALL_TB, NULL);
+		if (seen.ready < 0 || startup < 0)
+			return false;
+		emit_qemu(cfg, m, kind, size, rep, &seen, startup);
+		return true;
+	}
 	if (!strcmp(m->name, "qemu")) {
-		double with = qemu_run(cfg, size, kind, m->threads, true);
-		double without = qemu_run(cfg, size, kind, m->threads, false);
+		double with = qemu_run(cfg, size, kind, m->threads, true,
+				       "qemu-system-x86_64", 0, NULL);
+		double without = qemu_run(cfg, size, kind, m->threads, false,
+					  "qemu-system-x86_64", 0, NULL);
 
 		if (with < 0 || without < 0)
 			return false;
@@ -560,7 +729,8 @@ static void usage(void)
 		"[--methods touch,madvise,...]\n"
 		"                    [--reps N] [--warmup SIZE] "
 		"[--policy none|bind|interleave|preferred]\n"
-		"                    [--regions R] [--work-ms MS] [--present]\n");
+		"                    [--regions R] [--work-ms MS] [--present]\n"
+		"                    [--qemu-mpp PATH] [--mem-lock]\n");
 }
 
 int main(int argc, char **argv)
@@ -575,6 +745,8 @@ int main(int argc, char **argv)
 		{ "regions", required_argument, NULL, 'R' },
 		{ "work-ms", required_argument, NULL, 'W' },
 		{ "present", no_argument, NULL, 'P' },
+		{ "qemu-mpp", required_argument, NULL, 'Q' },
+		{ "mem-lock", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
@@ -624,6 +796,12 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			cfg.present = true;
+			break;
+		case 'Q':
+			cfg.qemu_mpp = optarg;
+			break;
+		case 'L':
+			cfg.mem_lock = true;
 			break;
 		default:
 			return usage(), 2;

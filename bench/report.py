@@ -20,9 +20,11 @@ for line in sys.stdin:
     if start < 0:
         continue
     r = json.loads(line[start:])
-    # A call over pages already there is its own policy: "present"
+    # A call over pages already there is its own policy: "present"; QEMU
+    # locking all its memory too: "mem-lock"
     key = (r["kind"], r["size"],
-           r["policy"] + (", present" if r.get("present") else ""),
+           r["policy"] + (", present" if r.get("present") else "") +
+           (", mem-lock" if r.get("mem_lock") else ""),
            r["method"], r["threads"], r.get("regions", 1))
     runs.setdefault(key, []).append(r)
 
@@ -40,6 +42,12 @@ for key, rs in sorted(runs.items()):
         "gbps": size / med / 1e9 if med > 0 else 0.0,
         "node_pages": nodes,
     })
+    # QEMU: its time to ready without preallocation, and what it locked
+    if "startup" in rs[0]:
+        summary[-1]["startup_s"] = statistics.median(r["startup"]
+                                                     for r in rs)
+        summary[-1]["vmlck_kb"] = statistics.median(r["vmlck_kb"]
+                                                    for r in rs)
 
 
 def find(kind, size, policy, method, threads, regions=None):
@@ -55,6 +63,9 @@ def label(s):
     m = s["method"]
     name = m if m in ("touch", "madvise", "map_populate", "mlock",
                       "work") else "%s:%d" % (m, s["threads"])
+    if "startup_s" in s:
+        name += " (startup %.3f s, VmLck %d MiB)" % (s["startup_s"],
+                                                     s["vmlck_kb"] / 1024)
     return name if s["regions"] == 1 else "%s, %d regions" % (
         name, s["regions"])
 
@@ -96,6 +107,21 @@ for kind in ("4k", "thp", "2m"):
                     ratios.append(("module:%d vs fallback:%d" % (n, n), kind,
                                    size, pol, fb["median_s"] / mo["median_s"],
                                    1.0))
+            # QEMU with the series against stock QEMU, whole and less
+            # each binary's own startup
+            for n in (1, 2, 4, 8):
+                st, mp = (find(kind, size, pol, "qemu-stock", n),
+                          find(kind, size, pol, "qemu-mpp", n))
+                if st and mp and mp["median_s"] > 0:
+                    ratios.append(("qemu-mpp:%d vs qemu-stock:%d, time to "
+                                   "ready" % (n, n), kind, size, pol,
+                                   st["median_s"] / mp["median_s"], 1.0))
+                    a = st["median_s"] - st["startup_s"]
+                    b = mp["median_s"] - mp["startup_s"]
+                    if b > 0:
+                        ratios.append(("qemu-mpp:%d vs qemu-stock:%d, less "
+                                       "startup" % (n, n), kind, size, pol,
+                                       a / b, None))
             m1, m2 = (find(kind, size, pol, "module", 1),
                       find(kind, size, pol, "module", 2))
             if m1 and m2:
@@ -214,7 +240,7 @@ for kind in ("4k", "thp", "2m"):
              (sizes[-1] >> 20, kind, name), "threads or workers", rows,
              lambda s: s["threads"], lambda s: s["method"], "set xtics 1;")
 # The VMM scenarios: one bar chart of medians per group of one run
-vmm = ("-ctx", "-each", "-bg", "-fresh")
+vmm = ("-ctx", "-each", "-bg", "-fresh", "-stock", "-mpp")
 groups = {}
 for s in summary:
     groups.setdefault((s["kind"], s["size"], s["policy"], s["regions"]),
