@@ -76,7 +76,7 @@ INCLUDEDIR	?= $(PREFIX)/include
 MANDIR		?= $(PREFIX)/share/man
 
 .PHONY: all deps module lib tool selftests examples docs bench bench-vm \
-	bench-vmm bench-vmm-vm \
+	bench-vmm bench-vmm-vm bench-qemu bench-qemu-vm \
 	clean vm demo ksft-install $(VM_INITRD) install install-user install-module \
 	install-dkms-source uninstall
 
@@ -257,6 +257,19 @@ bench-vmm: $(BENCH) $(TOOL) | deps
 
 bench-vmm-vm: $(BENCH) $(VM_INITRD)
 	bench/run $(if $(QUICK),--quick) --vmm --vm $(VM_INITRD) $(VM_KVER)
+
+# QEMU with contrib/qemu's series against stock QEMU (scripts/qemu-build)
+QEMU_MPP	= $$(scripts/qemu-build $(B))/qemu-system-x86_64
+bench-qemu: $(BENCH) $(TOOL) | deps
+	@$(MAKE) -s lib tool docs
+	bench/run $(if $(QUICK),--quick) --qemu "$(QEMU_MPP)"
+
+bench-qemu-vm: $(BENCH) $(VM_INITRD)
+	@$(MAKE) -s lib tool docs
+	q="$(QEMU_MPP)" && testvm/mkinitramfs-qemu $(VM_INITRD) "$$q" \
+		$(B)/qemu/initramfs.cpio && \
+	bench/run $(if $(QUICK),--quick) --qemu "$$q" \
+		--vm $(B)/qemu/initramfs.cpio $(VM_KVER)
 
 # --- install --------------------------------------------------------------------
 # udev reads /usr/lib/udev/rules.d whatever PREFIX is
