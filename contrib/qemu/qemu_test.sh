@@ -227,7 +227,7 @@ fi
 # 11-12: with memory locked, a backend added later (memory hotplug) is bound
 # before it is populated and locked (seed 001's order), not moved after
 nd=$(node_of 1)
-hot="memory-backend-ram,id=hot,size=${mib}M,host-nodes.0=$nd,policy=bind"
+hot="memory-backend-ram,id=hot,size=${mib}M,host-nodes.0=$nd,policy=bind,prealloc=on"
 for q in patched stock; do
 	eval bin=\$$q
 	calls0=$(stat_of calls)
