@@ -58,6 +58,7 @@ start() {
 	shift
 	rm -f "$tmp/in"
 	mkfifo "$tmp/in"
+	: > "$tmp/out"
 	# shellcheck disable=SC2086 # the arguments are split on purpose
 	"$bin" -machine none -nodefaults -display none -monitor stdio \
 		-accel tcg,tb-size=16 "$@" \
