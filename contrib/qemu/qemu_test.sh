@@ -27,6 +27,8 @@ done
 stats=/sys/class/misc/memprepop/stats
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# "quit" to a QEMU that already exited must not kill the test
+trap '' PIPE
 
 # Nodes with memory, as QEMU's host-nodes takes them
 nodes=$(cd /sys/devices/system/node && for n in node[0-9]*; do
@@ -202,7 +204,7 @@ if [ $has_module = 1 ] && [ "$(nproc)" -ge 2 ]; then
 	(
 		while [ ! -e "$tmp/done" ]; do
 			for p in /proc/[0-9]*; do
-				read -r comm < "$p/comm" 2> /dev/null || continue
+				comm=$(cat "$p/comm" 2> /dev/null) || continue
 				case $comm in memprepop/*)
 					awk '/^Cpus_allowed_list:/ { print $2 }' \
 						"$p/status" >> "$tmp/cpus" ;;
