@@ -142,7 +142,7 @@ if [ ! -x "$patched" ]; then
 	exit 4
 fi
 command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
-echo "1..12"
+echo "1..16"
 has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
 echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend"
@@ -242,7 +242,7 @@ else
 	ok 0 "$name: workers keep to the thread context's CPUs # SKIP needs the module and 2 CPUs"
 fi
 
-# 11-12: with memory locked, a backend added later (memory hotplug) is bound
+# 9-10: with memory locked, a backend added later (memory hotplug) is bound
 # before it is populated and locked (seed 001's order), not moved after
 nd=$(node_of 1)
 hot="memory-backend-ram,id=hot,size=${mib}M,host-nodes.0=$nd,policy=bind,prealloc=on"
@@ -270,7 +270,49 @@ for q in patched stock; do
 	fi
 done
 
-# 9-10: a hugetlb pool too small on the bound node (the reservation, for all
+# 11-14: memfd and hugetlbfs backends, bound to the second node and
+# preallocated: every page there, for both QEMUs, through the module for the
+# patched one
+nd=$(node_of 1)
+hp=/dev/hugepages
+pool=/sys/devices/system/node/node$nd/hugepages/hugepages-2048kB
+node_free=$(cat "$pool/free_hugepages" 2> /dev/null || echo 0)
+for kind in memfd hugetlbfs; do
+	if [ $kind = memfd ]; then
+		size=$mib
+		obj="memory-backend-memfd,id=f,size=${size}M,share=on"
+	else
+		size=$((node_free / 2 * 2))
+		obj="memory-backend-file,id=f,size=${size}M,mem-path=$hp,share=on"
+	fi
+	obj="$obj,host-nodes=$nd,policy=bind,prealloc=on,prealloc-threads=2"
+	for q in patched stock; do
+		eval bin=\$$q
+		label=$q
+		[ $q = patched ] && label=$name
+		what="$label: a $kind backend on its bound node"
+		if [ $kind = hugetlbfs ] && [ "$size" -lt 2 ]; then
+			ok 0 "$what # SKIP no free 2 MiB hugetlb pages on node $nd"
+			continue
+		fi
+		calls0=$(stat_of calls)
+		if start "$bin" -object "$obj"; then
+			got=$(bound_pages "$nd" "$nd")
+			stop
+			calls=$(($(stat_of calls) - calls0))
+			echo "# $label: $kind, $got of $((size * 256)) pages on node $nd, module calls $calls"
+			[ "$got" = $((size * 256)) ] &&
+				{ [ $q = stock ] || [ $has_module = 0 ] ||
+				  [ "$calls" = $mpp_calls ]; }
+			ok $? "$what"
+		else
+			cat "$tmp/err"
+			ok 1 "$what"
+		fi
+	done
+done
+
+# 15-16: a hugetlb pool too small on the bound node (the reservation, for all
 # nodes, is granted; faulting on that node fails): QEMU's own error, its own
 # exit status
 hp=/dev/hugepages
