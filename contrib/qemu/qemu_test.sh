@@ -113,6 +113,14 @@ bound_pages() {	# BIND_NODE ON_NODE
 			if (a[1] == n) s += a[2] * k / 4 } }
 		END { print s + 0 }' "/proc/$pid/numa_maps"
 }
+# as Q ("patched" or "stock"): $bin is that QEMU, $label what it is called
+as() {
+	if [ "$1" = patched ]; then
+		bin=$patched label=$name
+	else
+		bin=$stock label=stock
+	fi
+}
 vmlck_kb() { awk '/^VmLck:/ { print $2 }' "/proc/$pid/status"; }
 stat_of() { cat "$stats/$1" 2> /dev/null || echo 0; }
 
@@ -247,9 +255,7 @@ fi
 nd=$(node_of 1)
 hot="memory-backend-ram,id=hot,size=${mib}M,host-nodes.0=$nd,policy=bind,prealloc=on"
 for q in patched stock; do
-	eval bin=\$$q
-	label=$q
-	[ $q = patched ] && label=$name
+	as $q
 	calls0=$(stat_of calls)
 	if start "$bin" -overcommit mem-lock=on; then
 		lck0=$(vmlck_kb)
@@ -287,9 +293,7 @@ for kind in memfd hugetlbfs; do
 	fi
 	obj="$obj,host-nodes=$nd,policy=bind,prealloc=on,prealloc-threads=2"
 	for q in patched stock; do
-		eval bin=\$$q
-		label=$q
-		[ $q = patched ] && label=$name
+		as $q
 		what="$label: a $kind backend on its bound node"
 		if [ $kind = hugetlbfs ] && [ "$size" -lt 2 ]; then
 			ok 0 "$what # SKIP no free 2 MiB hugetlb pages on node $nd"
@@ -326,13 +330,11 @@ if grep -q " $hp hugetlbfs" /proc/mounts && [ "$nr_nodes" -ge 2 ] &&
 	obj="$obj,mem-path=$hp,host-nodes=$nd,policy=bind,prealloc=on"
 	obj="$obj,prealloc-threads=2"
 	for q in stock patched; do
-		eval bin=\$$q
+		as $q
 		"$bin" -machine none -nodefaults -display none -object "$obj" \
 			< /dev/null > /dev/null 2> "$tmp/err.$q"
 		echo $? > "$tmp/rc.$q"
 		sed "s|^[^:]*: ||" "$tmp/err.$q" > "$tmp/msg.$q"
-		label=$q
-		[ $q = patched ] && label=$name
 		echo "# $label: exit $(cat "$tmp/rc.$q"): $(cat "$tmp/msg.$q")"
 	done
 	[ "$(cat "$tmp/rc.patched")" = "$(cat "$tmp/rc.stock")" ] &&
