@@ -153,7 +153,7 @@ command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
 echo "1..16"
 has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
-echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend"
+echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend; numa_balancing: $(cat /proc/sys/kernel/numa_balancing 2> /dev/null || echo -)"
 
 # 1-3: the series' QEMU, preallocated and locked
 calls0=$(stat_of calls) bytes0=$(stat_of bytes_populated)
