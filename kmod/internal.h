@@ -147,7 +147,8 @@ struct mpp_segment {
  * struct mpp_worker - one kernel thread working for a request
  * @req: the request
  * @thread: the thread
- * @node: the node it runs on
+ * @node: the node whose pages it faults: it runs on that node's CPUs, or,
+ *	as a helper, on another node's
  * @pol: its own copy of the request's @task_pol, its task policy
  * @next_seg: first segment that may still have work for it
  * @node_pages: pages it found per node, its row of &mpp_request.node_pages;

@@ -5,9 +5,11 @@
  * Each node whose memory the range goes to gets workers on the CPUs of that
  * node that the caller may run on, one per CPU at most and one per
  * MPP_MIN_PER_WORKER of its share at most; a node with memory but without
- * such CPUs is served by the nearest node that has them. Workers are kernel
- * threads that take on the caller's identity (identity.c) and never run
- * outside its CPU mask. All are found before any of them starts faulting:
+ * such CPUs is served by the nearest node that has them. A caller that asks
+ * for more workers than that gets helpers on its CPUs the others leave
+ * idle, nearest first. Workers are kernel threads that take on the caller's
+ * identity (identity.c) and never run outside its CPU mask. All are found
+ * before any of them starts faulting:
  * threads that stayed from the caller's earlier calls, or new ones (pool.c).
  * A worker that cannot be had (a bound, a pids limit, no memory) only means
  * fewer workers: with none, the caller faults the range itself, as
@@ -114,21 +116,81 @@ static void mpp_serve(struct mpp_request *req, const unsigned int *count,
 	}
 }
 
+/**
+ * struct mpp_helper - a worker on one node's CPUs for another node's pages
+ * @serves: the node whose pages it faults
+ * @on: the node whose CPUs it runs on
+ */
+struct mpp_helper {
+	int serves;
+	int on;
+};
+
+/*
+ * Helpers: a caller that asks for more workers than the CPUs of the nodes
+ * its memory goes to give (QEMU's prealloc-threads for a backend bound to a
+ * node, without a thread context) gets its CPUs on other nodes that the
+ * request leaves idle, nearest first, each for the node with the most to do
+ * per worker. Their pages still go where the policy says; only the zeroing
+ * is remote, which is still faster than leaving those CPUs idle. Without
+ * @max_workers workers stay on their nodes. @per_node and @cpus are
+ * consumed. Returns how many were added to @help.
+ */
+static unsigned int mpp_count_helpers(unsigned int max_workers,
+				      unsigned int total, unsigned int *cpus,
+				      const u64 *demand, unsigned int *per_node,
+				      struct mpp_helper *help)
+{
+	unsigned int n = 0;
+	int nid, most, on;
+
+	for_each_online_node(nid)
+		cpus[nid] -= per_node[nid];
+	while (total + n < max_workers) {
+		most = NUMA_NO_NODE;
+		for_each_online_node(nid) {
+			if (!per_node[nid] ||
+			    per_node[nid] >= DIV_ROUND_UP(demand[nid],
+							  MPP_MIN_PER_WORKER))
+				continue;
+			if (most == NUMA_NO_NODE ||
+			    div_u64(demand[nid], per_node[nid]) >
+			    div_u64(demand[most], per_node[most]))
+				most = nid;
+		}
+		if (most == NUMA_NO_NODE)
+			break;
+		on = mpp_nearest(most, cpus);
+		if (on == NUMA_NO_NODE)
+			break;
+		help[n].serves = most;
+		help[n].on = on;
+		n++;
+		per_node[most]++;
+		cpus[on]--;
+	}
+	return n;
+}
+
 /*
  * Workers per node: as many as the caller's CPUs there and the node's share
  * of the range allow, then cut down to @max_workers, keeping one on as many
- * nodes as possible. None at all for a range too small to be worth one, or
- * for a SCHED_DEADLINE caller, whose bandwidth is its own and cannot be
- * shared out. Returns the total (0 also when out of memory).
+ * nodes as possible, or made up to it with helpers. None at all for a range
+ * too small to be worth one, or for a SCHED_DEADLINE caller, whose
+ * bandwidth is its own and cannot be shared out. Returns the total of
+ * @per_node and *@nr_help (0 also when out of memory).
  */
 static unsigned int mpp_count_workers(struct mpp_request *req,
 				      unsigned int max_workers,
-				      unsigned int *per_node)
+				      unsigned int *per_node,
+				      struct mpp_helper *help,
+				      unsigned int *nr_help)
 {
-	unsigned int total = 0, *cpus;
+	unsigned int total = 0, *cpus, *planned;
 	u64 *demand, sum = 0;
 	int nid;
 
+	*nr_help = 0;
 	if (req->id.sched.sched_policy == SCHED_DEADLINE)
 		return 0;
 	cpus = kcalloc(nr_node_ids, sizeof(*cpus), GFP_KERNEL);
@@ -168,6 +230,14 @@ static unsigned int mpp_count_workers(struct mpp_request *req,
 		per_node[most]--;
 		total--;
 	}
+	planned = kmemdup(per_node, nr_node_ids * sizeof(*per_node),
+			  GFP_KERNEL);
+	if (planned) {
+		*nr_help = mpp_count_helpers(max_workers, total, cpus, demand,
+					     planned, help);
+		total += *nr_help;
+		kfree(planned);
+	}
 out_free:
 	kfree(demand);
 	kfree(cpus);
@@ -176,10 +246,11 @@ out_free:
 
 /*
  * Make thread @t worker @w for node @nid: the caller's, with the CPUs of
- * @nid that the caller may use (@cpus is scratch). Not yet running.
+ * node @on that the caller may use (@cpus is scratch). Not yet running.
  */
 static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
-			   struct mpp_thread *t, int nid, struct cpumask *cpus)
+			   struct mpp_thread *t, int nid, int on,
+			   struct cpumask *cpus)
 {
 	struct task_struct *task = mpp_thread_task(t);
 	int ret;
@@ -195,7 +266,7 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	ret = mpp_identity_adopt(&req->id, task);
 	if (ret)
 		return ret;
-	cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(nid));
+	cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(on));
 	ret = set_cpus_allowed_ptr(task, cpus);
 	if (ret)
 		return ret;
@@ -228,6 +299,31 @@ static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
 	return mpp_pool_take(pool, nid, true);
 }
 
+/*
+ * Worker number req->nr_workers... of @req: for node @nid, running on the
+ * CPUs of node @on, in a thread of @on (@index names it). A worker that
+ * cannot be had is one fewer, no more: returns whether it was.
+ */
+static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
+			   int nid, int on, unsigned int index,
+			   unsigned int *slots, struct cpumask *scratch)
+{
+	struct mpp_worker *w = &req->workers[req->nr_workers];
+	struct mpp_thread *t;
+	bool reused;
+
+	t = mpp_worker_thread(req, pool, on, index, slots, &reused);
+	if (!t)
+		return false;
+	if (mpp_worker_init(req, w, t, nid, on, scratch)) {
+		mpp_thread_discard(t);
+		return false;
+	}
+	mpp_stats_workers(!reused, reused);
+	req->nr_workers++;
+	return true;
+}
+
 /**
  * mpp_workers_start() - find the request's workers and let them go
  * @req: the planned request, in the caller's context
@@ -246,20 +342,23 @@ static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
 int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
 		      struct mpp_pool **keep)
 {
-	unsigned int *per_node, *created_on, total, slots = 0, created = 0;
-	unsigned int round, i, idle;
+	unsigned int *per_node, *created_on, total, slots = 0, created;
+	unsigned int round, i, idle, nr_help;
+	struct mpp_helper *help;
 	struct mpp_pool *pool = NULL;
 	cpumask_var_t mask;
 	int nid, ret = -ENOMEM;
 
 	per_node = kcalloc(nr_node_ids, sizeof(*per_node), GFP_KERNEL);
 	created_on = kcalloc(nr_node_ids, sizeof(*created_on), GFP_KERNEL);
-	if (!per_node || !created_on)
+	/* At most one helper per CPU */
+	help = kcalloc(nr_cpu_ids, sizeof(*help), GFP_KERNEL);
+	if (!per_node || !created_on || !help)
 		goto out_free_counts;
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
 		goto out_free_counts;
 
-	total = mpp_count_workers(req, max_workers, per_node);
+	total = mpp_count_workers(req, max_workers, per_node, help, &nr_help);
 	if (total && keep)
 		pool = mpp_pool_keep(keep);
 	/* Slots for what the threads that stayed cannot cover */
@@ -285,35 +384,27 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
 	ret = 0;
 
 	/* Round robin over the nodes, so that a cut leaves each node some */
-	for (round = 0; req->workers && created < total; round++) {
+	for (round = 0; req->workers; round++) {
 		bool more = false;
 
 		for_each_online_node(nid) {
-			struct mpp_worker *w = &req->workers[created];
-			struct mpp_thread *t;
-			bool reused;
-
 			if (round >= per_node[nid])
 				continue;
 			more = true;
-			t = mpp_worker_thread(req, pool, nid, round, &slots,
-					      &reused);
-			/* A worker that cannot be had is one fewer, no more */
-			if (!t)
-				continue;
-			if (mpp_worker_init(req, w, t, nid, mask)) {
-				mpp_thread_discard(t);
-				continue;
-			}
-			mpp_stats_workers(!reused, reused);
-			created_on[nid]++;
-			created++;
+			if (mpp_worker_add(req, pool, nid, nid, round, &slots,
+					   mask))
+				created_on[nid]++;
 		}
 		if (!more)
 			break;
 	}
+	/* Then the helpers, on the CPUs the others leave idle */
+	for (i = 0; req->workers && i < nr_help; i++)
+		if (mpp_worker_add(req, pool, help[i].serves, help[i].on,
+				   per_node[help[i].on] + i, &slots, mask))
+			created_on[help[i].serves]++;
 
-	req->nr_workers = created;
+	created = req->nr_workers;
 	if (!created) {
 		/* No worker: all of it in the caller's own context */
 		for (i = 0; i < req->nr_segs; i++)
@@ -335,6 +426,7 @@ out_put_slots:
 	mpp_threads_put(req->mm, slots);
 	free_cpumask_var(mask);
 out_free_counts:
+	kfree(help);
 	kfree(created_on);
 	kfree(per_node);
 	return ret;

@@ -418,6 +418,12 @@ static inline long workers_started(void)
 	return read_long("/sys/class/misc/memprepop/stats/workers_started");
 }
 
+/* Threads that stayed and worked again, from the same counters */
+static inline long workers_reused(void)
+{
+	return read_long("/sys/class/misc/memprepop/stats/workers_reused");
+}
+
 /* Pass descriptor @fd over the socket @sock: 0, or -1 */
 static inline int send_fd(int sock, int fd)
 {

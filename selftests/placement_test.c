@@ -302,6 +302,41 @@ TEST_F(place, node_without_allowed_cpus_is_served)
 	EXPECT_EQ(LEN / page_size(), counts[1]);
 }
 
+/*
+ * Bound to one node whose CPUs are fewer than the workers asked for (QEMU's
+ * prealloc-threads for a backend bound to a node): the other node's CPU
+ * helps, and the pages still all go to the bound node. Without a count
+ * asked for, or with only the bound node's CPUs allowed, no helper.
+ */
+TEST_F(place, helpers_when_asked)
+{
+	struct memprepop_populate req;
+	size_t counts[2];
+	long w0;
+
+	RETURN_IF_SKIPPED();
+	if (numa_num_configured_cpus() != 2)
+		SKIP(return, "needs exactly one CPU per node");
+	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_BIND, 1 << 1));
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	EXPECT_EQ(1, req.workers);
+	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
+
+	w0 = workers_started() + workers_reused();
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 2, &req));
+	EXPECT_EQ(2, req.workers);
+	EXPECT_EQ(2, workers_started() + workers_reused() - w0);
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
+
+	pin_to_cpu(1);
+	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 2, &req));
+	EXPECT_EQ(1, req.workers);
+	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
+	EXPECT_EQ(LEN / page_size(), counts[1]);
+}
+
 TEST_F(place, max_workers_caps)
 {
 	struct memprepop_populate req;

@@ -33,11 +33,6 @@ FIXTURE_TEARDOWN(pool)
 {
 }
 
-static long workers_reused(void)
-{
-	return read_long("/sys/class/misc/memprepop/stats/workers_reused");
-}
-
 /*
  * The second call takes the workers of the first: none is created, as many
  * are reused, and they are there, idle, between the calls. Closing the

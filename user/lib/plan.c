@@ -9,8 +9,10 @@
  * policy, which the threads are given, else the caller's node. Each node
  * gets threads on the caller's allowed CPUs there, one per CPU and per
  * 64 MiB of its share of all the ranges at most; a node with memory but
- * without such CPUs is served by the nearest node that has them. Node sets
- * are libnuma bitmasks, one per distinct policy, so any node number works.
+ * without such CPUs is served by the nearest node that has them, and a
+ * caller asking for more threads than that gets helpers on the CPUs left
+ * idle, nearest first. Node sets are libnuma bitmasks, one per distinct
+ * policy, so any node number works.
  */
 #include <errno.h>
 #include <numa.h>
@@ -153,6 +155,64 @@ static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
 	}
 	numa_bitmask_free(cpus);
 	return 0;
+}
+
+/* A thread on the CPUs of node @on for the pages of node @serves */
+struct mpl_helper {
+	int serves;
+	int on;
+};
+
+/*
+ * Helpers, as the module's (kmod/workers.c): a caller that asks for more
+ * threads than the CPUs of the nodes its memory goes to give gets its CPUs
+ * on other nodes that the plan leaves idle, nearest first, each for the
+ * node with the most to do per thread. Returns how many were put in @help.
+ */
+static unsigned int mpl_count_helpers(const struct mpl_numa *nm,
+				      const uint64_t *demand,
+				      unsigned int max_threads,
+				      unsigned int total,
+				      const unsigned int *per_node,
+				      struct mpl_helper *help)
+{
+	unsigned int *idle = calloc(nm->nnodes, sizeof(*idle));
+	unsigned int *has = calloc(nm->nnodes, sizeof(*has));
+	unsigned int n = 0;
+	int node, most, on;
+
+	if (!idle || !has)
+		goto out;
+	for (node = 0; node < nm->nnodes; node++) {
+		idle[node] = nm->ncpus[node] - per_node[node];
+		has[node] = per_node[node];
+	}
+	while (total + n < max_threads) {
+		most = -1;
+		for (node = 0; node < nm->nnodes; node++) {
+			if (!has[node] ||
+			    has[node] >= (demand[node] + MPL_MIN_PER_THREAD -
+					  1) / MPL_MIN_PER_THREAD)
+				continue;
+			if (most < 0 || demand[node] / has[node] >
+					demand[most] / has[most])
+				most = node;
+		}
+		if (most < 0)
+			break;
+		on = mpl_nearest(nm, most, idle);
+		if (on < 0)
+			break;
+		help[n].serves = most;
+		help[n].on = on;
+		n++;
+		has[most]++;
+		idle[on]--;
+	}
+out:
+	free(idle);
+	free(has);
+	return n;
 }
 
 /*
@@ -310,7 +370,8 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 	uint64_t *set_bytes = NULL;
 	struct bitmask *nodes = numa_allocate_nodemask();
 	struct bitmask *served = numa_allocate_nodemask();
-	unsigned int cap = 0, s, t = 0;
+	unsigned int cap = 0, s, t = 0, k, total, nr_help;
+	struct mpl_helper *help = NULL;
 	int n, set = -1, ret = -ENOMEM;
 	size_t i;
 
@@ -345,9 +406,14 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 			if (numa_bitmask_isbitset(served, n))
 				demand[n] += set_bytes[s] / weight;
 	}
-	ret = mpl_threads_alloc(plan, mpl_count_threads(nm, demand,
-							max_threads,
-							need_thread, per_node));
+	total = mpl_count_threads(nm, demand, max_threads, need_thread,
+				  per_node);
+	help = calloc(CPU_SETSIZE, sizeof(*help));
+	if (!help)
+		goto out;
+	nr_help = mpl_count_helpers(nm, demand, max_threads, total, per_node,
+				    help);
+	ret = mpl_threads_alloc(plan, total + nr_help);
 	if (ret)
 		goto out;
 	/* Now whose threads take each: nodes without threads are served */
@@ -356,14 +422,17 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 		copy_bitmask_to_bitmask(served, plan->sets[s]);
 	}
 	for (n = 0; n < nm->nnodes; n++) {
-		unsigned int k;
-
 		for (k = 0; k < per_node[n]; k++, t++) {
 			plan->thread_node[t] = n;
 			plan->thread_cpus[t] = nm->cpus[n];
 		}
 	}
+	for (k = 0; k < nr_help; k++, t++) {
+		plan->thread_node[t] = help[k].serves;
+		plan->thread_cpus[t] = nm->cpus[help[k].on];
+	}
 out:
+	free(help);
 	if (nodes)
 		numa_bitmask_free(nodes);
 	if (served)

@@ -629,6 +629,38 @@ TEST_F_TIMEOUT(lib, placement_bind_both_spreads, SLOW)
 	munmap(p, len);
 }
 
+/*
+ * Bound to one node with fewer CPUs than the threads asked for: the other
+ * node's CPU helps (both backends), the pages all still go to the bound
+ * node; without a count asked for, only that node's CPU works.
+ */
+TEST_F_TIMEOUT(lib, placement_bind_one_node_helped, SLOW)
+{
+	size_t len = 128 * MiB;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	unsigned long m1 = 2;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	if (!two_nodes() || numa_num_configured_cpus() != 2)
+		SKIP(return, "needs two NUMA nodes of one CPU each");
+	p = map_anon(len);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, mbind(p, len, MPOL_BIND, &m1, 64, 0));
+	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
+	EXPECT_EQ(1, res.workers);
+	EXPECT_EQ(len / page_size(), pages_on(p, len, 1));
+	ASSERT_EQ(0, madvise(p, len, MADV_DONTNEED));
+
+	self->opts.max_threads = 2;
+	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
+	EXPECT_EQ(2, res.workers);
+	EXPECT_EQ(len, res.populated);
+	EXPECT_EQ(len / page_size(), pages_on(p, len, 1));
+	munmap(p, len);
+}
+
 /* No policy: the caller's node; a task policy: the caller's */
 TEST_F_TIMEOUT(lib, placement_default_and_task_policy, SLOW)
 {
