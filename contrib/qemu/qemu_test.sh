@@ -251,24 +251,34 @@ else
 fi
 
 # 9-10: with memory locked, a backend added later (memory hotplug) is bound
-# before it is populated and locked (seed 001's order), not moved after
+# before it is populated and locked (seed 001's order), not moved after. In
+# a guest of one CPU per node, the patched one gets the two workers its
+# prealloc-threads asks for: one on the node, one helping from the other.
 nd=$(node_of 1)
+want_workers=0
+[ $has_module = 1 ] && [ $mpp_calls = 1 ] && [ "$nd" != "$(node_of 0)" ] &&
+	[ "$(nproc)" = 2 ] && want_workers=2
+workers() { echo $(($(stat_of workers_started) + $(stat_of workers_reused))); }
 hot="memory-backend-ram,id=hot,size=${mib}M,host-nodes.0=$nd,policy=bind,prealloc=on"
 for q in patched stock; do
 	as $q
 	calls0=$(stat_of calls)
 	if start "$bin" -overcommit mem-lock=on; then
 		lck0=$(vmlck_kb)
+		w0=$(workers)
 		hmp "object_add $hot,prealloc-threads=2"
 		got=$(bound_pages "$nd" "$nd")
 		lck=$(vmlck_kb)
 		calls=$(($(stat_of calls) - calls0))
+		w=$(($(workers) - w0))
 		stop
-		echo "# $label: object_add after mem-lock=on: $got of $((mib * 256)) pages on node $nd, VmLck +$((lck - lck0)) kB, module calls $calls"
+		echo "# $label: object_add after mem-lock=on: $got of $((mib * 256)) pages on node $nd, VmLck +$((lck - lck0)) kB, module calls $calls, workers $w"
 		[ "$got" = $((mib * 256)) ] &&
 			[ $((lck - lck0)) -ge $((mib * 1024)) ] &&
 			{ [ $q = stock ] || [ $has_module = 0 ] ||
-			  [ "$calls" = $mpp_calls ]; }
+			  { [ "$calls" = $mpp_calls ] &&
+			    { [ $want_workers = 0 ] ||
+			      [ $w = $want_workers ]; }; }; }
 		ok $? "$label: a backend added with memory locked: on its node, locked"
 	else
 		cat "$tmp/err"
