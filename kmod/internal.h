@@ -40,6 +40,7 @@ struct vm_area_struct;
 
 /* Flags the module accepts in struct memprepop_populate.flags. */
 #define MEMPREPOP_F_SUPPORTED	(MEMPREPOP_F_REQUIRE_MLOCKED | \
+				 MEMPREPOP_F_BORROW_CPUS | \
 				 MEMPREPOP_F_BACKGROUND | MEMPREPOP_F_EVENTFD)
 
 /* Most ranges in one call: their state is 64 bytes each, charged */

@@ -6,11 +6,11 @@
  * node that the caller may run on, one per CPU at most and one per
  * MPP_MIN_PER_WORKER of its share at most; a node with memory but without
  * such CPUs is served by the nearest node that has them. A caller that asks
- * for more workers than that gets helpers on its CPUs the others leave
- * idle, nearest first. Workers are kernel threads that take on the caller's
- * identity (identity.c) and never run outside its CPU mask. All are found
- * before any of them starts faulting:
- * threads that stayed from the caller's earlier calls, or new ones (pool.c).
+ * for more workers than that, with MEMPREPOP_F_BORROW_CPUS, gets helpers on
+ * its CPUs the others leave idle, nearest first. Workers are kernel threads
+ * that take on the caller's identity (identity.c) and never run outside its
+ * CPU mask. All are found before any of them starts faulting: threads that
+ * stayed from the caller's earlier calls, or new ones (pool.c).
  * A worker that cannot be had (a bound, a pids limit, no memory) only means
  * fewer workers: with none, the caller faults the range itself, as
  * madvise() would.
@@ -132,9 +132,10 @@ struct mpp_helper {
  * node, without a thread context) gets its CPUs on other nodes that the
  * request leaves idle, nearest first, each for the node with the most to do
  * per worker. Their pages still go where the policy says; only the zeroing
- * is remote, which is still faster than leaving those CPUs idle. Without
- * @max_workers workers stay on their nodes. @per_node and @cpus are
- * consumed. Returns how many were added to @help.
+ * is remote, which is still faster than leaving those CPUs idle. Only
+ * with MEMPREPOP_F_BORROW_CPUS and @max_workers: otherwise workers stay on
+ * their nodes. @per_node and @cpus are consumed. Returns how many were
+ * added to @help.
  */
 static unsigned int mpp_count_helpers(unsigned int max_workers,
 				      unsigned int total, unsigned int *cpus,
@@ -230,6 +231,8 @@ static unsigned int mpp_count_workers(struct mpp_request *req,
 		per_node[most]--;
 		total--;
 	}
+	if (!(req->flags & MEMPREPOP_F_BORROW_CPUS))
+		goto out_free;
 	planned = kmemdup(per_node, nr_node_ids * sizeof(*per_node),
 			  GFP_KERNEL);
 	if (planned) {

@@ -304,11 +304,12 @@ TEST_F(place, node_without_allowed_cpus_is_served)
 
 /*
  * Bound to one node whose CPUs are fewer than the workers asked for (QEMU's
- * prealloc-threads for a backend bound to a node): the other node's CPU
- * helps, and the pages still all go to the bound node. Without a count
- * asked for, or with only the bound node's CPUs allowed, no helper.
+ * prealloc-threads for a backend bound to a node): with
+ * MEMPREPOP_F_BORROW_CPUS the other node's CPU helps, and the pages still
+ * all go to the bound node. Without the flag, without a count asked for, or
+ * with only the bound node's CPUs allowed, no helper.
  */
-TEST_F(place, helpers_when_asked)
+TEST_F(place, borrow_cpus_helpers)
 {
 	struct memprepop_populate req;
 	size_t counts[2];
@@ -318,12 +319,17 @@ TEST_F(place, helpers_when_asked)
 	if (numa_num_configured_cpus() != 2)
 		SKIP(return, "needs exactly one CPU per node");
 	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_BIND, 1 << 1));
-	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 0, &req));
+	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN, 0, 2, &req));
+	EXPECT_EQ(1, req.workers);
+	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
+	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN,
+					  MEMPREPOP_F_BORROW_CPUS, 0, &req));
 	EXPECT_EQ(1, req.workers);
 	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
 
 	w0 = workers_started() + workers_reused();
-	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 2, &req));
+	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN,
+					  MEMPREPOP_F_BORROW_CPUS, 2, &req));
 	EXPECT_EQ(2, req.workers);
 	EXPECT_EQ(2, workers_started() + workers_reused() - w0);
 	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
@@ -331,7 +337,8 @@ TEST_F(place, helpers_when_asked)
 	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
 
 	pin_to_cpu(1);
-	ASSERT_EQ(0, populate(self->fd, self->p, LEN, 2, &req));
+	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN,
+					  MEMPREPOP_F_BORROW_CPUS, 2, &req));
 	EXPECT_EQ(1, req.workers);
 	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
 	EXPECT_EQ(LEN / page_size(), counts[1]);

@@ -48,7 +48,7 @@ TEST_F(dev, info)
 	memset(&info, 0xff, sizeof(info));
 	ASSERT_EQ(0, ioctl(self->fd, MEMPREPOP_IOC_INFO, &info));
 	EXPECT_EQ(MEMPREPOP_F_REQUIRE_MLOCKED | MEMPREPOP_F_BACKGROUND |
-		  MEMPREPOP_F_EVENTFD, info.flags);
+		  MEMPREPOP_F_EVENTFD | MEMPREPOP_F_BORROW_CPUS, info.flags);
 	EXPECT_EQ(sizeof(struct memprepop_populate), info.populate_size);
 	EXPECT_EQ(sizeof(struct memprepop_info), info.info_size);
 	EXPECT_EQ(sysconf(_SC_NPROCESSORS_ONLN), info.max_workers);
@@ -79,7 +79,7 @@ TEST_F(dev, reserved_fields_refused)
 	char *p = map_anon(len);
 
 	ASSERT_NE(NULL, p);
-	for (int bit = 3; bit < 64; bit++) {
+	for (int bit = 4; bit < 64; bit++) {
 		EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, len, 1ULL << bit,
 						&req));
 	}
@@ -179,10 +179,13 @@ TEST_F(dev, bad_arguments_einval)
 	EXPECT_EQ(0, madvise_populate_write((void *)0xffff800000000000UL, 0));
 	EXPECT_EQ(0, ioc_populate(self->fd, (void *)0xffff800000000000UL, 0,
 				  0, &req));
-	/* unknown flags, every one of them */
-	for (int bit = 2; bit < 64; bit++)
+	/* unknown flags, every one of them, and an eventfd without background */
+	for (int bit = 2; bit < 64; bit++) {
+		if (1ULL << bit == MEMPREPOP_F_BORROW_CPUS)
+			continue;
 		EXPECT_EQ(-EINVAL, ioc_populate(self->fd, p, page_size(),
 						1ULL << bit, &req));
+	}
 	EXPECT_EQ(0, present_pages(p, 2 * page_size()));
 	munmap(p, 2 * page_size());
 }

@@ -47,6 +47,17 @@
  */
 #define MEMPREPOP_F_EVENTFD		_BITULL(2)
 
+/*
+ * MEMPREPOP_F_BORROW_CPUS: where the nodes the memory goes to have fewer of
+ * the caller's CPUs than @max_workers, let the caller's CPUs on other nodes
+ * that the request leaves idle fault for them, nearest first ("helpers").
+ * Every page still goes where its policy says; only the zeroing is done
+ * from another node. What a VMM whose preallocation threads float over all
+ * its CPUs asks for (QEMU's prealloc-threads). Without it, workers run
+ * only on the CPUs of the node whose memory they fault.
+ */
+#define MEMPREPOP_F_BORROW_CPUS		_BITULL(3)
+
 /**
  * struct memprepop_info - what the loaded module supports
  * @flags: out, every flag %MEMPREPOP_IOC_POPULATE accepts
@@ -105,11 +116,12 @@ struct memprepop_range {
  * @addr: in, start of the range, page aligned
  * @len: in, length in bytes, rounded up to whole pages like madvise() does;
  *	0 succeeds doing nothing
- * @flags: in, %MEMPREPOP_F_REQUIRE_MLOCKED or 0
+ * @flags: in, MEMPREPOP_F_* flags, or 0
  * @populated: out, how far the call got: [@addr, @addr + @populated) is
  *	populated and the call stopped at the page there (the failure, the
  *	first hole, a cancel); a lower bound after EINTR
- * @max_workers: in, most workers to use, 0 for the module's choice
+ * @max_workers: in, most workers to use, 0 for the module's choice; with
+ *	%MEMPREPOP_F_BORROW_CPUS, also how many to reach with helpers
  * @workers: out, workers that took part
  * @nsecs: out, time the call spent populating, in nanoseconds
  * @control: in, the address of a struct memprepop_control in the caller's

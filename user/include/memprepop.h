@@ -42,6 +42,14 @@ enum memprepop_backend {
 #define MEMPREPOP_OPT_LOCK	(1u << 0)
 /* Never use the module. */
 #define MEMPREPOP_OPT_FALLBACK	(1u << 1)
+/*
+ * Where the nodes the memory goes to have fewer of the caller's CPUs than
+ * max_threads, let its CPUs on other nodes that the call leaves idle help,
+ * nearest first; every page still goes where its policy says. Without it,
+ * threads and workers run only on the CPUs of their memory's node. Since
+ * 1.2; a module without MEMPREPOP_F_BORROW_CPUS works without helpers.
+ */
+#define MEMPREPOP_OPT_BORROW_CPUS	(1u << 2)
 
 /**
  * typedef memprepop_progress_fn - called while a populate call runs

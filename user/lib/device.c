@@ -75,6 +75,9 @@ void mpl_dev_init(struct mpl_dev *d, int fd, const struct memprepop_info *info,
 	d->req = req;
 	/* A module before ranges takes one range a call */
 	d->batch = info->max_ranges ? info->max_ranges : 1;
+	/* A hint: an older module populates without helpers */
+	if (req->opts.flags & MEMPREPOP_OPT_BORROW_CPUS)
+		d->borrow = info->flags & MEMPREPOP_F_BORROW_CPUS;
 }
 
 /*
@@ -92,8 +95,8 @@ static int mpl_dev_issue(struct mpl_dev *d, uint64_t flags)
 		n = d->batch;
 	memset(k, 0, sizeof(*k));
 	/* mlock2() has locked it: the module checks that it is */
-	k->flags = flags | (req->opts.flags & MEMPREPOP_OPT_LOCK ?
-			    MEMPREPOP_F_REQUIRE_MLOCKED : 0);
+	k->flags = flags | d->borrow | (req->opts.flags & MEMPREPOP_OPT_LOCK ?
+					MEMPREPOP_F_REQUIRE_MLOCKED : 0);
 	k->max_workers = req->opts.max_threads;
 	k->control = (uintptr_t)&d->control;
 	if (req->batch_pages) {

@@ -222,7 +222,9 @@ int mpl_fallback_start(struct mpl_job **jobp, struct mpl_pool *pool,
 		job->nr_nodes = req->opts.nr_nodes < mpl_possible_nodes() ?
 				req->opts.nr_nodes : mpl_possible_nodes();
 	ret = mpl_plan_make(&job->plan, req->work, req->nr,
-			    req->opts.max_threads, background);
+			    req->opts.max_threads,
+			    req->opts.flags & MEMPREPOP_OPT_BORROW_CPUS,
+			    background);
 	if (ret)
 		goto fail;
 	nthreads = job->plan.nthreads;

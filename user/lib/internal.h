@@ -92,6 +92,7 @@ struct mpl_dev {
 	int fd;
 	struct mpl_req *req;
 	unsigned int batch;		/* ranges one ioctl takes */
+	uint64_t borrow;		/* MEMPREPOP_F_BORROW_CPUS, if known */
 	unsigned int next;		/* first work entry not yet issued */
 	unsigned int cur, cur_n;	/* the batch in flight */
 	struct memprepop_populate kreq;
@@ -139,7 +140,8 @@ struct mpl_plan {
 };
 
 int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
-		  unsigned int nr, unsigned int max_threads, bool need_thread);
+		  unsigned int nr, unsigned int max_threads, bool borrow,
+		  bool need_thread);
 void mpl_plan_free(struct mpl_plan *plan);
 bool mpl_plan_serves(const struct mpl_plan *plan, size_t chunk, int node);
 

@@ -10,9 +10,9 @@
  * gets threads on the caller's allowed CPUs there, one per CPU and per
  * 64 MiB of its share of all the ranges at most; a node with memory but
  * without such CPUs is served by the nearest node that has them, and a
- * caller asking for more threads than that gets helpers on the CPUs left
- * idle, nearest first. Node sets are libnuma bitmasks, one per distinct
- * policy, so any node number works.
+ * caller asking for more threads than that (MEMPREPOP_OPT_BORROW_CPUS) gets
+ * helpers on the CPUs left idle, nearest first. Node sets are libnuma
+ * bitmasks, one per distinct policy, so any node number works.
  */
 #include <errno.h>
 #include <numa.h>
@@ -363,7 +363,8 @@ static int mpl_set_index(struct mpl_plan *plan, const struct bitmask *nodes,
 /* Threads per node from the nodes each chunk's pages go to */
 static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 			 const struct memprepop_range *work,
-			 unsigned int max_threads, bool need_thread)
+			 unsigned int max_threads, bool borrow,
+			 bool need_thread)
 {
 	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
 	uint64_t *demand = calloc(nm->nnodes, sizeof(*demand));
@@ -411,8 +412,8 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 	help = calloc(CPU_SETSIZE, sizeof(*help));
 	if (!help)
 		goto out;
-	nr_help = mpl_count_helpers(nm, demand, max_threads, total, per_node,
-				    help);
+	nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads, total,
+					     per_node, help) : 0;
 	ret = mpl_threads_alloc(plan, total + nr_help);
 	if (ret)
 		goto out;
@@ -449,6 +450,7 @@ out:
  * @work: the ranges, lengths in whole pages
  * @nr: entries of @work
  * @max_threads: most threads, 0 for no limit
+ * @borrow: helpers up to @max_threads (MEMPREPOP_OPT_BORROW_CPUS)
  * @need_thread: at least one thread when there is anything to do (in the
  *	background, the caller cannot do it itself)
  *
@@ -458,7 +460,8 @@ out:
  * a thread: the caller then populates them itself.
  */
 int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
-		  unsigned int nr, unsigned int max_threads, bool need_thread)
+		  unsigned int nr, unsigned int max_threads, bool borrow,
+		  bool need_thread)
 {
 	struct mpl_numa nm = { 0 };
 	cpu_set_t allowed;
@@ -491,7 +494,7 @@ int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		plan->task_mode = MPOL_DEFAULT;
 		numa_bitmask_clearall(plan->task_nodes);
 	}
-	ret = mpl_plan_numa(plan, &nm, work, max_threads, need_thread);
+	ret = mpl_plan_numa(plan, &nm, work, max_threads, borrow, need_thread);
 out:
 	mpl_numa_free(&nm);
 	return ret;

@@ -630,9 +630,10 @@ TEST_F_TIMEOUT(lib, placement_bind_both_spreads, SLOW)
 }
 
 /*
- * Bound to one node with fewer CPUs than the threads asked for: the other
- * node's CPU helps (both backends), the pages all still go to the bound
- * node; without a count asked for, only that node's CPU works.
+ * Bound to one node with fewer CPUs than the threads asked for: with
+ * MEMPREPOP_OPT_BORROW_CPUS the other node's CPU helps (both backends), the
+ * pages all still go to the bound node; without it, only that node's CPU
+ * works.
  */
 TEST_F_TIMEOUT(lib, placement_bind_one_node_helped, SLOW)
 {
@@ -648,12 +649,13 @@ TEST_F_TIMEOUT(lib, placement_bind_one_node_helped, SLOW)
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
 	ASSERT_EQ(0, mbind(p, len, MPOL_BIND, &m1, 64, 0));
+	self->opts.max_threads = 2;
 	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
 	EXPECT_EQ(1, res.workers);
 	EXPECT_EQ(len / page_size(), pages_on(p, len, 1));
 	ASSERT_EQ(0, madvise(p, len, MADV_DONTNEED));
 
-	self->opts.max_threads = 2;
+	self->opts.flags |= MEMPREPOP_OPT_BORROW_CPUS;
 	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
 	EXPECT_EQ(2, res.workers);
 	EXPECT_EQ(len, res.populated);
