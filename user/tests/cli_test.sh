@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..20"
+echo "1..21"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -88,6 +88,21 @@ ok $? "populate --lock: locked, or the memlock limit named"
 run populate --size 64M --json --fallback
 echo "$out" | grep -q '"backend": "fallback"'
 ok $? "--fallback uses the fallback"
+
+# Bound to node 1 of a guest with one CPU per node: two workers only with
+# --borrow-cpus, every page on node 1 either way
+if [ -d /sys/devices/system/node/node1 ] && [ "$(nproc)" = 2 ]; then
+	run populate --size 128M --membind 1 --threads 2 --json
+	one=$out
+	run populate --size 128M --membind 1 --threads 2 --borrow-cpus --json
+	echo "# without: $(echo "$one" | grep -o '"workers": [0-9]*'), with: $(echo "$out" | grep -o '"workers": [0-9]*')"
+	[ $status = 0 ] && echo "$one" | grep -q '"workers": 1,' &&
+		echo "$out" | grep -q '"workers": 2,' &&
+		echo "$out" | grep -q '"nodes": {"1": 32768}'
+	ok $? "--borrow-cpus: another node's CPU helps, placement unchanged"
+else
+	ok 0 "--borrow-cpus: another node's CPU helps # SKIP needs two nodes of one CPU each"
+fi
 
 f=$shm/cli_test.$$
 run file "$f" --size 32M

@@ -71,7 +71,8 @@ int parse_placement(struct placement *pl, int mode, const char *nodes)
 
 /*
  * The options of the whole call, wherever they stand: --lock, --threads,
- * --fallback, --json. True when @c was one; *bad set if its value was.
+ * --borrow-cpus, --fallback, --json. True when @c was one; *bad set if its
+ * value was.
  */
 bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 		 struct run *run, const char **bad)
@@ -87,6 +88,9 @@ bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 		return true;
 	case 'f':
 		opts->flags |= MEMPREPOP_OPT_FALLBACK;
+		return true;
+	case OPT_BORROW_CPUS:
+		opts->flags |= MEMPREPOP_OPT_BORROW_CPUS;
 		return true;
 	case OPT_JSON:
 		run->json = true;

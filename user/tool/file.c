@@ -28,6 +28,7 @@ static const struct option file_opts[] = {
 	{ "lock", no_argument, NULL, 'l' },
 	{ "threads", required_argument, NULL, 't' },
 	{ "fallback", no_argument, NULL, 'f' },
+	{ "borrow-cpus", no_argument, NULL, OPT_BORROW_CPUS },
 	{ "membind", required_argument, NULL, OPT_MEMBIND },
 	{ "node", required_argument, NULL, OPT_MEMBIND },
 	{ "interleave", required_argument, NULL, OPT_INTERLEAVE },

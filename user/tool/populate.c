@@ -20,6 +20,7 @@ static const struct option populate_opts[] = {
 	{ "lock", no_argument, NULL, 'l' },
 	{ "threads", required_argument, NULL, 't' },
 	{ "fallback", no_argument, NULL, 'f' },
+	{ "borrow-cpus", no_argument, NULL, OPT_BORROW_CPUS },
 	{ "hugetlb", required_argument, NULL, OPT_HUGETLB },
 	{ "shared", no_argument, NULL, OPT_SHARED },
 	{ "membind", required_argument, NULL, OPT_MEMBIND },
@@ -36,6 +37,9 @@ const char placement_help[] =
 	"      --interleave N,M  interleaved over these nodes ('all': all)\n"
 	"      --preferred N     on node N while it has memory\n"
 	"  -t, --threads N       at most N threads or kernel workers\n"
+	"      --borrow-cpus     reach N with idle CPUs of other nodes "
+	"too (placement\n"
+	"                        unchanged)\n"
 	"  -f, --fallback        do not use the kernel module\n"
 	"      --json            one JSON object on stdout, no progress bar\n"
 	"  -h, --help            this text\n";

@@ -27,7 +27,7 @@ struct run;
 /* Long options without a short one, shared by populate and file */
 enum {
 	OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_PREFERRED, OPT_JSON,
-	OPT_HUGETLB, OPT_SHARED,
+	OPT_HUGETLB, OPT_SHARED, OPT_BORROW_CPUS,
 };
 
 int parse_placement(struct placement *pl, int mode, const char *nodes);
