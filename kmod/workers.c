@@ -176,10 +176,11 @@ static unsigned int mpp_count_helpers(unsigned int max_workers,
 /*
  * Workers per node: as many as the caller's CPUs there and the node's share
  * of the range allow, then cut down to @max_workers, keeping one on as many
- * nodes as possible, or made up to it with helpers. None at all for a range
- * too small to be worth one, or for a SCHED_DEADLINE caller, whose
- * bandwidth is its own and cannot be shared out. Returns the total of
- * @per_node and *@nr_help (0 also when out of memory).
+ * nodes as possible, or made up to it with helpers into @help (NULL without
+ * MEMPREPOP_F_BORROW_CPUS: none). None at all for a range too small to be
+ * worth one, or for a SCHED_DEADLINE caller, whose bandwidth is its own and
+ * cannot be shared out. Returns the total of @per_node and *@nr_help (0
+ * also when out of memory).
  */
 static unsigned int mpp_count_workers(struct mpp_request *req,
 				      unsigned int max_workers,
@@ -231,7 +232,7 @@ static unsigned int mpp_count_workers(struct mpp_request *req,
 		per_node[most]--;
 		total--;
 	}
-	if (!(req->flags & MEMPREPOP_F_BORROW_CPUS))
+	if (!help)
 		goto out_free;
 	planned = kmemdup(per_node, nr_node_ids * sizeof(*per_node),
 			  GFP_KERNEL);
@@ -303,7 +304,7 @@ static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
 }
 
 /*
- * Worker number req->nr_workers... of @req: for node @nid, running on the
+ * Add the next worker of @req: for the pages of node @nid, running on the
  * CPUs of node @on, in a thread of @on (@index names it). A worker that
  * cannot be had is one fewer, no more: returns whether it was.
  */
@@ -347,17 +348,18 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
 {
 	unsigned int *per_node, *created_on, total, slots = 0, created;
 	unsigned int round, i, idle, nr_help;
-	struct mpp_helper *help;
+	struct mpp_helper *help = NULL;
 	struct mpp_pool *pool = NULL;
 	cpumask_var_t mask;
 	int nid, ret = -ENOMEM;
 
 	per_node = kcalloc(nr_node_ids, sizeof(*per_node), GFP_KERNEL);
 	created_on = kcalloc(nr_node_ids, sizeof(*created_on), GFP_KERNEL);
-	/* At most one helper per CPU */
-	help = kcalloc(nr_cpu_ids, sizeof(*help), GFP_KERNEL);
-	if (!per_node || !created_on || !help)
+	if (!per_node || !created_on)
 		goto out_free_counts;
+	/* At most one helper per CPU; without one, no helpers */
+	if (req->flags & MEMPREPOP_F_BORROW_CPUS)
+		help = kcalloc(nr_cpu_ids, sizeof(*help), GFP_KERNEL);
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
 		goto out_free_counts;
 
