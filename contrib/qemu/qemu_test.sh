@@ -150,7 +150,7 @@ if [ ! -x "$patched" ]; then
 	exit 4
 fi
 command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
-echo "1..16"
+echo "1..18"
 has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
 echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend; numa_balancing: $(cat /proc/sys/kernel/numa_balancing 2> /dev/null || echo -)"
@@ -217,7 +217,28 @@ else
 	ok 1 "$name: object_add with prealloc=on populates at once"
 fi
 
-# 8: a thread context's CPUs are the workers' CPUs
+# 8-9: -mem-prealloc preallocates the machine's own RAM (-m), the same way
+for q in patched stock; do
+	as $q
+	calls0=$(stat_of calls)
+	if start "$bin" -m "${mib}M" -mem-prealloc; then
+		present=$(awk -v want=" anon=$((mib * 256)) " \
+			'$2 == "default" && index($0, want) { f = 1 }
+			 END { print f + 0 }' "/proc/$pid/numa_maps")
+		calls=$(($(stat_of calls) - calls0))
+		stop
+		echo "# $label: -m ${mib}M -mem-prealloc: RAM fully present: $present; module calls $calls"
+		[ "$present" = 1 ] &&
+			{ [ $q = stock ] || [ $has_module = 0 ] ||
+			  [ "$calls" = $mpp_calls ]; }
+		ok $? "$label: -mem-prealloc preallocates the machine's RAM"
+	else
+		cat "$tmp/err"
+		ok 1 "$label: -mem-prealloc preallocates the machine's RAM"
+	fi
+done
+
+# 10: a thread context's CPUs are the workers' CPUs
 if [ $has_module = 1 ] && [ "$(nproc)" -ge 2 ]; then
 	: > "$tmp/cpus"
 	(
@@ -250,7 +271,7 @@ else
 	ok 0 "$name: workers keep to the thread context's CPUs # SKIP needs the module and 2 CPUs"
 fi
 
-# 9-10: with memory locked, a backend added later (memory hotplug) is bound
+# 11-12: with memory locked, a backend added later (memory hotplug) is bound
 # before it is populated and locked (seed 001's order), not moved after. In
 # a guest of one CPU per node, the patched one gets the two workers its
 # prealloc-threads asks for: one on the node, one helping from the other.
@@ -286,7 +307,7 @@ for q in patched stock; do
 	fi
 done
 
-# 11-14: memfd and hugetlbfs backends, bound to the second node and
+# 13-16: memfd and hugetlbfs backends, bound to the second node and
 # preallocated: every page there, for both QEMUs, through the module for the
 # patched one
 nd=$(node_of 1)
@@ -326,7 +347,7 @@ for kind in memfd hugetlbfs; do
 	done
 done
 
-# 15-16: a hugetlb pool too small on the bound node (the reservation, for all
+# 17-18: a hugetlb pool too small on the bound node (the reservation, for all
 # nodes, is granted; faulting on that node fails): QEMU's own error, its own
 # exit status
 hp=/dev/hugepages
