@@ -167,21 +167,25 @@ struct mpl_helper {
  * Helpers, as the module's (kmod/workers.c): a caller that asks for more
  * threads than the CPUs of the nodes its memory goes to give gets its CPUs
  * on other nodes that the plan leaves idle, nearest first, each for the
- * node with the most to do per thread. Returns how many were put in @help.
+ * node with the most to do per thread. Returns how many were put in *@help,
+ * which it allocates (none, and NULL, when out of memory).
  */
 static unsigned int mpl_count_helpers(const struct mpl_numa *nm,
 				      const uint64_t *demand,
 				      unsigned int max_threads,
 				      unsigned int total,
 				      const unsigned int *per_node,
-				      struct mpl_helper *help)
+				      struct mpl_helper **helpp)
 {
 	unsigned int *idle = calloc(nm->nnodes, sizeof(*idle));
 	unsigned int *has = calloc(nm->nnodes, sizeof(*has));
+	/* At most one helper per CPU */
+	struct mpl_helper *help = calloc(CPU_SETSIZE, sizeof(*help));
 	unsigned int n = 0;
 	int node, most, on;
 
-	if (!idle || !has)
+	*helpp = help;
+	if (!idle || !has || !help)
 		goto out;
 	for (node = 0; node < nm->nnodes; node++) {
 		idle[node] = nm->ncpus[node] - per_node[node];
@@ -409,11 +413,8 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 	}
 	total = mpl_count_threads(nm, demand, max_threads, need_thread,
 				  per_node);
-	help = calloc(CPU_SETSIZE, sizeof(*help));
-	if (!help)
-		goto out;
 	nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads, total,
-					     per_node, help) : 0;
+					     per_node, &help) : 0;
 	ret = mpl_threads_alloc(plan, total + nr_help);
 	if (ret)
 		goto out;
