@@ -103,8 +103,12 @@ static int populate_sampled(int fd, char *p, size_t len, struct sampler *s)
 TEST_F_TIMEOUT(caller, workers_take_callers_scheduling, SLOW)
 {
 	static const struct worker_stat cases[] = {
-		{ SCHED_IDLE, 0, -1, -1 }, { SCHED_BATCH, 7, -1, -1 },
-		{ SCHED_OTHER, 3, -1, -1 },
+		{ .policy = SCHED_IDLE, .nice = 0,
+		  .uclamp_min = -1, .uclamp_max = -1 },
+		{ .policy = SCHED_BATCH, .nice = 7,
+		  .uclamp_min = -1, .uclamp_max = -1 },
+		{ .policy = SCHED_OTHER, .nice = 3,
+		  .uclamp_min = -1, .uclamp_max = -1 },
 	};
 
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

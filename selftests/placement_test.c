@@ -8,10 +8,12 @@
 #define _GNU_SOURCE
 #include <numa.h>
 #include <numaif.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
+#include "worker_helpers.h"
 
 #ifndef MPOL_PREFERRED_MANY
 #define MPOL_PREFERRED_MANY	5
@@ -302,16 +304,70 @@ TEST_F(place, node_without_allowed_cpus_is_served)
 	EXPECT_EQ(LEN / page_size(), counts[1]);
 }
 
+/* The CPUs working memprepop workers run on, from /proc/PID/stat */
+struct cpu_sampler {
+	pthread_t tid;
+	volatile bool stop;
+	unsigned long cpus;	/* bit N: a working worker was on CPU N */
+};
+
+static void *sample_cpus(void *arg)
+{
+	struct cpu_sampler *s = arg;
+	struct worker_stat ws[64];
+
+	while (!s->stop) {
+		int n = scan_workers(ws, 64);
+
+		for (int i = 0; i < n && i < 64; i++)
+			if (ws[i].state != 'I' && ws[i].cpu < 64)
+				s->cpus |= 1UL << ws[i].cpu;
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/* Populate with @flags and @max_workers; *@cpus: where workers were seen */
+static int populate_seen(int fd, void *p, size_t len, uint64_t flags,
+			 unsigned int max_workers,
+			 struct memprepop_populate *req, unsigned long *cpus)
+{
+	struct sched_param prio = { .sched_priority = 1 };
+	struct cpu_sampler s = { 0 };
+	pthread_attr_t attr;
+	int ret;
+
+	/*
+	 * Real-time, so that it gets a CPU while the workers keep both busy;
+	 * the workers take the calling thread's policy, not this one's
+	 */
+	pthread_attr_init(&attr);
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+	pthread_attr_setschedparam(&attr, &prio);
+	ret = pthread_create(&s.tid, &attr, sample_cpus, &s);
+	pthread_attr_destroy(&attr);
+	if (ret)
+		return -ret;
+	ret = ioc_populate_workers(fd, p, len, flags, max_workers, req);
+	s.stop = true;
+	pthread_join(s.tid, NULL);
+	*cpus = s.cpus;
+	return ret;
+}
+
 /*
  * Bound to one node whose CPUs are fewer than the workers asked for (QEMU's
  * prealloc-threads for a backend bound to a node): with
  * MEMPREPOP_F_BORROW_CPUS the other node's CPU helps, and the pages still
  * all go to the bound node. Without the flag, without a count asked for, or
- * with only the bound node's CPUs allowed, no helper.
+ * with only the bound node's CPUs allowed, no helper. Where the workers ran
+ * is read from outside, from /proc/PID/stat.
  */
 TEST_F(place, borrow_cpus_helpers)
 {
 	struct memprepop_populate req;
+	unsigned long cpus;
 	size_t counts[2];
 	long w0;
 
@@ -328,18 +384,23 @@ TEST_F(place, borrow_cpus_helpers)
 	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
 
 	w0 = workers_started() + workers_reused();
-	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN,
-					  MEMPREPOP_F_BORROW_CPUS, 2, &req));
+	ASSERT_EQ(0, populate_seen(self->fd, self->p, LEN,
+				   MEMPREPOP_F_BORROW_CPUS, 2, &req, &cpus));
+	TH_LOG("borrowing: %u workers, seen on CPUs %#lx", req.workers, cpus);
 	EXPECT_EQ(2, req.workers);
 	EXPECT_EQ(2, workers_started() + workers_reused() - w0);
+	EXPECT_EQ(3, cpus);
 	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
 	EXPECT_EQ(LEN / page_size(), counts[1]);
 	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
 
 	pin_to_cpu(1);
-	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN,
-					  MEMPREPOP_F_BORROW_CPUS, 2, &req));
+	ASSERT_EQ(0, populate_seen(self->fd, self->p, LEN,
+				   MEMPREPOP_F_BORROW_CPUS, 2, &req, &cpus));
+	TH_LOG("pinned to CPU 1: %u workers, seen on CPUs %#lx", req.workers,
+	       cpus);
 	EXPECT_EQ(1, req.workers);
+	EXPECT_EQ(2, cpus);
 	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
 	EXPECT_EQ(LEN / page_size(), counts[1]);
 }

@@ -19,6 +19,8 @@ struct worker_stat {
 	int nice;
 	long uclamp_min;	/* -1: not shown (no CONFIG_UCLAMP_TASK) */
 	long uclamp_max;
+	char state;		/* 'I' while it waits idle between calls */
+	int cpu;		/* the CPU it last ran on */
 };
 
 /* What sched_setattr(2) and sched_getattr(2) take, up to the clamps */
@@ -76,9 +78,16 @@ static inline int scan_workers(struct worker_stat *ws, int max)
 			continue;
 		s = strrchr(buf, ')');
 		if (n < max) {
-			/* field 19 is nice, field 41 the policy */
+			/*
+			 * field 3 is the state, 19 nice, 39 the CPU last run
+			 * on, 41 the policy
+			 */
 			for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
 				field++;
+				if (field == 3)
+					ws[n].state = s[0];
+				if (field == 39)
+					ws[n].cpu = atoi(s);
 				if (field == 19)
 					ws[n].nice = atoi(s);
 				if (field == 41)
