@@ -308,6 +308,7 @@ TEST_F(place, node_without_allowed_cpus_is_served)
 struct cpu_sampler {
 	pthread_t tid;
 	volatile bool stop;
+	volatile bool ready;	/* one scan done: it is up to speed */
 	unsigned long cpus;	/* bit N: a working worker was on CPU N */
 };
 
@@ -322,6 +323,7 @@ static void *sample_cpus(void *arg)
 		for (int i = 0; i < n && i < 64; i++)
 			if (ws[i].state != 'I' && ws[i].cpu < 64)
 				s->cpus |= 1UL << ws[i].cpu;
+		s->ready = true;
 		usleep(1000);
 	}
 	return NULL;
@@ -349,6 +351,8 @@ static int populate_seen(int fd, void *p, size_t len, uint64_t flags,
 	pthread_attr_destroy(&attr);
 	if (ret)
 		return -ret;
+	while (!s.ready)
+		usleep(1000);
 	ret = ioc_populate_workers(fd, p, len, flags, max_workers, req);
 	s.stop = true;
 	pthread_join(s.tid, NULL);
@@ -366,43 +370,50 @@ static int populate_seen(int fd, void *p, size_t len, uint64_t flags,
  */
 TEST_F(place, borrow_cpus_helpers)
 {
+	/* Long enough for the sampler to see the workers at work */
+	size_t len = 4 * LEN;
 	struct memprepop_populate req;
 	unsigned long cpus;
 	size_t counts[2];
 	long w0;
+	char *q;
 
 	RETURN_IF_SKIPPED();
 	if (numa_num_configured_cpus() != 2)
 		SKIP(return, "needs exactly one CPU per node");
-	ASSERT_EQ(0, mbind_nodes(self->p, LEN, MPOL_BIND, 1 << 1));
-	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN, 0, 2, &req));
+	q = map_anon(len);
+	ASSERT_NE(NULL, q);
+	ASSERT_EQ(0, madvise(q, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, mbind_nodes(q, len, MPOL_BIND, 1 << 1));
+	ASSERT_EQ(0, ioc_populate_workers(self->fd, q, len, 0, 2, &req));
 	EXPECT_EQ(1, req.workers);
-	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
-	ASSERT_EQ(0, ioc_populate_workers(self->fd, self->p, LEN,
+	ASSERT_EQ(0, madvise(q, len, MADV_DONTNEED));
+	ASSERT_EQ(0, ioc_populate_workers(self->fd, q, len,
 					  MEMPREPOP_F_BORROW_CPUS, 0, &req));
 	EXPECT_EQ(1, req.workers);
-	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
+	ASSERT_EQ(0, madvise(q, len, MADV_DONTNEED));
 
 	w0 = workers_started() + workers_reused();
-	ASSERT_EQ(0, populate_seen(self->fd, self->p, LEN,
+	ASSERT_EQ(0, populate_seen(self->fd, q, len,
 				   MEMPREPOP_F_BORROW_CPUS, 2, &req, &cpus));
 	TH_LOG("borrowing: %u workers, seen on CPUs %#lx", req.workers, cpus);
 	EXPECT_EQ(2, req.workers);
 	EXPECT_EQ(2, workers_started() + workers_reused() - w0);
 	EXPECT_EQ(3, cpus);
-	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
-	EXPECT_EQ(LEN / page_size(), counts[1]);
-	ASSERT_EQ(0, madvise(self->p, LEN, MADV_DONTNEED));
+	ASSERT_EQ(0, count_nodes(q, len, counts));
+	EXPECT_EQ(len / page_size(), counts[1]);
+	ASSERT_EQ(0, madvise(q, len, MADV_DONTNEED));
 
 	pin_to_cpu(1);
-	ASSERT_EQ(0, populate_seen(self->fd, self->p, LEN,
+	ASSERT_EQ(0, populate_seen(self->fd, q, len,
 				   MEMPREPOP_F_BORROW_CPUS, 2, &req, &cpus));
 	TH_LOG("pinned to CPU 1: %u workers, seen on CPUs %#lx", req.workers,
 	       cpus);
 	EXPECT_EQ(1, req.workers);
 	EXPECT_EQ(2, cpus);
-	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
-	EXPECT_EQ(LEN / page_size(), counts[1]);
+	ASSERT_EQ(0, count_nodes(q, len, counts));
+	EXPECT_EQ(len / page_size(), counts[1]);
+	munmap(q, len);
 }
 
 TEST_F(place, max_workers_caps)
