@@ -214,8 +214,8 @@ struct mpp_handoff {
  * @chunk_done: bit per chunk, set when it was populated completely
  * @lock: protects the ranges' @stop_at and @err, @partial, @handoffs and
  *	@poll_wq
- * @killed: a fatal signal reached the caller, it was cancelled, or its
- *	file was released; everyone stops
+ * @killed: a fatal signal reached the caller, it was cancelled, its file
+ *	was released or its process is gone; everyone stops
  * @abort_err: why the call was stopped other than by a failure in a range:
  *	-ECANCELED through @control, -EFAULT for a bad @control
  * @control: where the caller follows the progress, or NULL
@@ -229,9 +229,11 @@ struct mpp_handoff {
  * @active: workers still running
  * @wq: the caller waits here for the workers and for handoffs
  * @caller_segs: segments only the caller may fault are in the plan
- * @poll_wq: in the background, the file's poll wait queue while the file
- *	is open, told when the request wants to be reaped
- * @eventfd: in the background, the eventfd told the same, or NULL
+ * @poll_wq: in the background, the file's poll wait queue until the file
+ *	reaps or gives up the request (mpp_notify_detach()), told when the
+ *	request wants to be reaped; under @lock
+ * @eventfd: in the background, the eventfd told the same while @poll_wq
+ *	is set, or NULL
  * @nr_stat_nodes: nodes counted in @node_pages, 0 for no statistics
  * @node_pages: pages found per node, a row of @nr_stat_nodes for the caller
  *	then one per worker
@@ -287,6 +289,7 @@ struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
 				       struct mpp_pool **keep);
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
 bool mpp_populate_ready(struct mpp_request *req);
+bool mpp_populate_orphaned(struct mpp_request *req);
 
 /* workers.c */
 int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
@@ -327,6 +330,7 @@ void mpp_stop(struct mpp_request *req, struct mpp_range *range,
 	      unsigned long addr, int err);
 void mpp_kill(struct mpp_request *req);
 void mpp_notify(struct mpp_request *req);
+void mpp_notify_detach(struct mpp_request *req);
 bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
 	       struct mpp_chunk *chunk);
 void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,

@@ -72,6 +72,32 @@ static void mpp_file_set_bg(struct mpp_file *f, struct mpp_request *req)
 	spin_unlock(&f->bg_lock);
 }
 
+/*
+ * The file lets go of its background request, reaped or given up, under
+ * @f->lock: from here on the request's threads do not touch the file.
+ */
+static void mpp_file_drop_bg(struct mpp_file *f)
+{
+	struct mpp_request *req = f->bg;
+
+	mpp_notify_detach(req);
+	mpp_file_set_bg(f, NULL);
+	mpp_request_put(req);
+}
+
+/*
+ * A background request whose process is gone (exited, or replaced its mm by
+ * exec) while another holds the file: nobody can reap it, so it is
+ * cancelled and let go, and the file takes new requests. Under @f->lock.
+ */
+static void mpp_file_drop_orphan(struct mpp_file *f)
+{
+	if (!f->bg || !mpp_populate_orphaned(f->bg))
+		return;
+	mpp_kill(f->bg);
+	mpp_file_drop_bg(f);
+}
+
 static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 				     size_t usize)
 {
@@ -105,6 +131,7 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 
 	if (mutex_lock_killable(&f->lock))
 		return -EINTR;
+	mpp_file_drop_orphan(f);
 	if (f->bg) {
 		ret = -EBUSY;
 		goto out_unlock;
@@ -116,6 +143,12 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 		goto out_unlock;
 	}
 	mpp_file_set_bg(f, req);
+	/*
+	 * Its workers may be done already, and poll() woken while the file
+	 * had no request to report: wake it again, now that it has one.
+	 */
+	if (mpp_populate_ready(req))
+		wake_up_poll(&f->poll_wq, EPOLLIN | EPOLLRDNORM);
 	ret = 0;
 out_unlock:
 	mutex_unlock(&f->lock);
@@ -139,6 +172,7 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 
 	if (mutex_lock_killable(&f->lock))
 		return -EINTR;
+	mpp_file_drop_orphan(f);
 	req = f->bg;
 	if (!req) {
 		ret = -ENOENT;
@@ -159,8 +193,7 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 		ret = -EINTR;
 		goto out_unlock;
 	}
-	mpp_file_set_bg(f, NULL);
-	mpp_request_put(req);
+	mpp_file_drop_bg(f);
 	ret = copy_to_user(uarg, &args, min(usize, sizeof(args))) ?
 	      -EFAULT : 0;
 out_unlock:
@@ -191,7 +224,9 @@ static __poll_t memprepop_poll(struct file *file, poll_table *wait)
 
 	poll_wait(file, &f->poll_wq, wait);
 	spin_lock(&f->bg_lock);
-	if (f->bg && mpp_populate_ready(f->bg))
+	/* Not for a request nobody can reap: a level-triggered loop would spin */
+	if (f->bg && mpp_populate_ready(f->bg) &&
+	    !mpp_populate_orphaned(f->bg))
 		mask = EPOLLIN | EPOLLRDNORM;
 	spin_unlock(&f->bg_lock);
 	return mask;
@@ -218,9 +253,7 @@ static int memprepop_release(struct inode *inode, struct file *file)
 	struct mpp_request *req = f->bg;
 
 	if (req) {
-		spin_lock(&req->lock);
-		req->poll_wq = NULL;
-		spin_unlock(&req->lock);
+		mpp_notify_detach(req);
 		mpp_kill(req);
 		mpp_request_put(req);
 	}

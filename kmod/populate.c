@@ -80,6 +80,20 @@ bool mpp_populate_ready(struct mpp_request *req)
 	       mpp_has_handoff(req);
 }
 
+/**
+ * mpp_populate_orphaned() - is the process that started @req gone?
+ * @req: a background request
+ *
+ * Its mm has no user left: the process exited, or replaced it by exec. Then
+ * no thread can reap the request.
+ *
+ * Return: true when nobody can reap @req.
+ */
+bool mpp_populate_orphaned(struct mpp_request *req)
+{
+	return !atomic_read(&req->mm->mm_users);
+}
+
 /* The outcome of one range, as a call of that range alone would report it */
 static int mpp_range_result(struct mpp_request *req, struct mpp_range *range,
 			    u64 *populated)

@@ -103,18 +103,36 @@ void mpp_stop(struct mpp_request *req, struct mpp_range *range,
  * mpp_notify() - wake whoever waits for the request to want its caller
  * @req: the request: its last worker is done, or a chunk was handed back
  *
- * The calling thread waits on @wq; in the background, poll() on the file
- * and the eventfd are told as well.
+ * The calling thread waits on @wq; in the background, while the request is
+ * attached to its file, poll() on the file and the eventfd are told as
+ * well, under @lock, so that once mpp_notify_detach() has run no thread of
+ * the request touches either.
  */
 void mpp_notify(struct mpp_request *req)
 {
 	wake_up(&req->wq);
 	spin_lock(&req->lock);
-	if (req->poll_wq)
+	if (req->poll_wq) {
 		wake_up_poll(req->poll_wq, EPOLLIN | EPOLLRDNORM);
+		if (req->eventfd)
+			mpp_eventfd_signal(req->eventfd);
+	}
 	spin_unlock(&req->lock);
-	if (req->eventfd)
-		mpp_eventfd_signal(req->eventfd);
+}
+
+/**
+ * mpp_notify_detach() - the request's file is told nothing more of it
+ * @req: a background request, reaped or given up by its file
+ *
+ * After it the file may be freed, and its next request's eventfd count is
+ * that request's own: a worker still finishing this one either told the
+ * file before, or sees it detached.
+ */
+void mpp_notify_detach(struct mpp_request *req)
+{
+	spin_lock(&req->lock);
+	req->poll_wq = NULL;
+	spin_unlock(&req->lock);
 }
 
 /* Everyone stops: the caller was killed, or cancelled the call */
