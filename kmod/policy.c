@@ -17,6 +17,7 @@
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/rbtree.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/shmem_fs.h>
 #include <linux/userfaultfd_k.h>
@@ -145,8 +146,23 @@ static void mpp_shmem_nodes(const struct mpp_request *req,
 		*end = addr + ((run_end - pgoff) << PAGE_SHIFT);
 }
 
-/* Append [start, end) to the plan, merged with the run before if alike. */
-static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
+/**
+ * struct mpp_planner - what planning has used up so far
+ * @cap: segments allocated in &mpp_request.segs
+ * @len: bytes planned over all ranges, overlaps counted again
+ * @steps: mappings looked at, for rescheduling and fatal signals
+ */
+struct mpp_planner {
+	unsigned int cap;
+	u64 len;
+	unsigned long steps;
+};
+
+/*
+ * Append [start, end) to the plan, merged with the run before if alike.
+ * Returns 0, -E2BIG past the documented limits, or -ENOMEM.
+ */
+static int mpp_add_segment(struct mpp_request *req, struct mpp_planner *pl,
 			   struct mpp_range *range,
 			   unsigned long start, unsigned long end,
 			   const nodemask_t *nodes, unsigned long page_size,
@@ -155,6 +171,10 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
 	unsigned long chunk_size = max(MPP_CHUNK_SIZE, page_size);
 	struct mpp_segment *seg;
 
+	/* Overlapping ranges are planned again: bound them all together */
+	pl->len += end - start;
+	if (pl->len > MEMPREPOP_PLAN_LEN_MAX)
+		return -E2BIG;
 	if (req->nr_segs) {
 		seg = &req->segs[req->nr_segs - 1];
 		if (seg->range == range && seg->end == start &&
@@ -165,10 +185,13 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
 			return 0;
 		}
 	}
-	if (req->nr_segs == *cap) {
-		unsigned int new_cap = *cap ? 2 * *cap : 8;
+	if (req->nr_segs == pl->cap) {
+		unsigned int new_cap = min(pl->cap ? 2 * pl->cap : 8,
+					   MEMPREPOP_PLAN_RUNS_MAX);
 		struct mpp_segment *segs;
 
+		if (req->nr_segs == new_cap)
+			return -E2BIG;
 		segs = kvmalloc_array(new_cap, sizeof(*segs),
 				      GFP_KERNEL_ACCOUNT);
 		if (!segs)
@@ -177,7 +200,7 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
 			memcpy(segs, req->segs, req->nr_segs * sizeof(*segs));
 		kvfree(req->segs);
 		req->segs = segs;
-		*cap = new_cap;
+		pl->cap = new_cap;
 	}
 	seg = &req->segs[req->nr_segs++];
 	memset(seg, 0, sizeof(*seg));
@@ -196,10 +219,10 @@ static int mpp_add_segment(struct mpp_request *req, unsigned int *cap,
  * with madvise's errno for it: everything below is still populated. A hole
  * does the same where the running kernel's madvise() stops at holes; before
  * 6.9 it is stepped over and remembered, as madvise() remembers ENOMEM and
- * goes on (compat.h).
+ * goes on (compat.h). Returns 0, -EINTR, -E2BIG or -ENOMEM.
  */
 static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
-			  unsigned int *cap)
+			  struct mpp_planner *pl)
 {
 	struct mm_struct *mm = req->mm;
 	unsigned long addr = range->start;
@@ -211,6 +234,12 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 		nodemask_t nodes;
 		int err;
 
+		/* The mappings of one range may be many; the ranges too */
+		if (++pl->steps % 64 == 0) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+		}
 		if (!vma && !MPP_HOLES_STOP) {
 			range->hole_at = min(range->hole_at, addr);
 			vma = find_vma(mm, addr);
@@ -233,7 +262,7 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 		else
 			mpp_policy_nodes(req, vma->vm_policy ?: &req->task_pol,
 					 &nodes);
-		err = mpp_add_segment(req, cap, range, addr, end, &nodes,
+		err = mpp_add_segment(req, pl, range, addr, end, &nodes,
 				      vma_kernel_pagesize(vma),
 				      userfaultfd_armed(vma));
 		if (err)
@@ -248,11 +277,17 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
  * mpp_plan() - cut every range into segments, each with its placement
  * @req: the request, in the caller's context
  *
- * Return: 0, -EINTR or -ENOMEM.
+ * Everything it allocates is bounded by %MEMPREPOP_PLAN_LEN_MAX and
+ * %MEMPREPOP_PLAN_RUNS_MAX, whether or not the ranges overlap: at most a
+ * bit per chunk and a segment per run.
+ *
+ * Return: 0, -EINTR (a fatal signal), -E2BIG (past those limits) or
+ * -ENOMEM.
  */
 int mpp_plan(struct mpp_request *req)
 {
-	unsigned int cap = 0, i;
+	struct mpp_planner pl = { };
+	unsigned int i;
 	int ret = 0;
 
 	if (mmap_read_lock_killable(req->mm))
@@ -261,9 +296,12 @@ int mpp_plan(struct mpp_request *req)
 		struct mpp_range *range = &req->ranges[i];
 
 		if (!range->bad)
-			ret = mpp_plan_range(req, range, &cap);
-		if (i % 64 == 63)
+			ret = mpp_plan_range(req, range, &pl);
+		if (!ret && ++pl.steps % 64 == 0) {
+			if (fatal_signal_pending(current))
+				ret = -EINTR;
 			cond_resched();
+		}
 	}
 	mmap_read_unlock(req->mm);
 	if (ret)

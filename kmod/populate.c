@@ -144,6 +144,8 @@ static int mpp_ranges_put(struct mpp_request *req, u64 *total,
 		if (put_user(populated, &ur->populated) ||
 		    put_user(err, &ur->error))
 			ret = -EFAULT;
+		if (i % 256 == 255)
+			cond_resched();
 	}
 	return ret;
 }
@@ -244,13 +246,16 @@ static int mpp_args_check(const struct memprepop_populate *p)
 		return -EINVAL;
 	if (p->__reserved || p->__reserved2)
 		return -EINVAL;
-	if (!p->node_pages != !p->nr_node_pages)
+	if (!p->node_pages != !p->nr_node_pages ||
+	    p->nr_node_pages > MEMPREPOP_NODE_PAGES_MAX)
 		return -EINVAL;
 	if (!p->ranges != !p->nr_ranges)
 		return -EINVAL;
 	if (p->ranges && (p->addr || p->len || p->nr_ranges > MPP_MAX_RANGES ||
 			  p->range_size < MEMPREPOP_RANGE_SIZE_VER0))
 		return -EINVAL;
+	if (p->ranges && p->range_size > MEMPREPOP_RANGE_SIZE_MAX)
+		return -E2BIG;
 	if (!IS_ALIGNED(p->control, sizeof(u64)))
 		return -EINVAL;
 	if (p->control) {
@@ -291,7 +296,7 @@ static void mpp_range_init(struct mpp_range *range, u64 addr, u64 len)
 
 /*
  * The caller's ranges, each entry as copy_struct_from_user() takes one, its
- * outputs zeroed.
+ * outputs zeroed. Returns 0, -EINTR (a fatal signal), or the copy's errno.
  */
 static int mpp_ranges_get(struct mpp_request *req)
 {
@@ -315,8 +320,11 @@ static int mpp_ranges_get(struct mpp_request *req)
 		if (put_user((u64)0, &ur->populated) || put_user(0, &ur->error))
 			return -EFAULT;
 		mpp_range_init(&req->ranges[i], untagged_addr(r.addr), r.len);
-		if (i % 256 == 255)
+		if (i % 256 == 255) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
 			cond_resched();
+		}
 	}
 	return 0;
 }
@@ -410,7 +418,7 @@ struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
 	ret = mpp_plan(req);
 	if (ret)
 		goto out_put;
-	/* A bit per 16 MiB: 1 MiB for 128 TiB, so not necessarily contiguous */
+	/* A bit per chunk: 1 MiB for MEMPREPOP_PLAN_LEN_MAX, so kvcalloc() */
 	req->chunk_done = kvcalloc(BITS_TO_LONGS(req->nr_chunks) ?: 1,
 				   sizeof(unsigned long), GFP_KERNEL_ACCOUNT);
 	if (!req->chunk_done) {

@@ -3,7 +3,9 @@
  * A seeded, reproducible ioctl fuzzer: random and edge-case command
  * numbers, sizes, flags, reserved and trailing bytes, addresses (unaligned,
  * kernel, wrapping, holes, PROT_NONE, VM_PFNMAP, userfaultfd-armed, hugetlb
- * with and without a pool) and lengths, while another thread unmaps,
+ * with and without a pool) and lengths, range arrays that overlap, cover a
+ * huge mapping again and again or have entries of any size, and node
+ * count arrays of any length, while another thread unmaps,
  * remaps, mremaps, re-protects, DONTNEEDs and forks the same arena, and a
  * third kills the calling process at a random time; it is started again,
  * with the next seed, until all the calls are made. Every call must end
@@ -26,6 +28,7 @@
 #include "uffd_helpers.h"
 
 #define ARENA		(24 * MiB)
+#define HUGE_MAP	(1ULL << 40)
 #define PIECES		12
 #define UFFD_LEN	(2 * MiB)
 
@@ -38,6 +41,7 @@ struct tally {
 struct fuzz {
 	struct tally *t;
 	char *arena;
+	char *huge;		/* 1 TiB, MAP_NORESERVE, never touched */
 	uint64_t special[4];	/* [vvar], /dev/mem, two uffd-armed ranges */
 	unsigned int seed;
 	volatile bool stop;
@@ -152,6 +156,74 @@ static uint64_t pick_len(unsigned int *seed)
 	       (rand_r(seed) % 8 == 0 ? rand_r(seed) % 4096 : 0);
 }
 
+/*
+ * A range array or node count array past or at the limits: the same huge
+ * mapping again and again (more than MEMPREPOP_PLAN_LEN_MAX together, so
+ * never populated), many overlapping pieces of the arena, entries of any
+ * size with zero tails, node counts of any length.
+ */
+static void pick_degenerate(struct fuzz *f, struct memprepop_populate *req,
+			    unsigned int *seed)
+{
+	static struct memprepop_range many[65536];
+	static uint64_t counts[MEMPREPOP_NODE_PAGES_MAX + 1];
+	static const uint32_t sizes[] = {
+		MEMPREPOP_RANGE_SIZE_VER0, 48, MEMPREPOP_RANGE_SIZE_MAX,
+		MEMPREPOP_RANGE_SIZE_MAX + 1, 0xffffffe0, ~0U,
+	};
+	static const uint32_t nodes[] = {
+		1, MEMPREPOP_NODE_PAGES_MAX, MEMPREPOP_NODE_PAGES_MAX + 1,
+		1U << 30, ~0U,
+	};
+	unsigned int nr, i, size;
+
+	req->addr = req->len = 0;
+	req->ranges = (uintptr_t)many;
+	req->range_size = sizeof(many[0]);
+	switch (rand_r(seed) % 4) {
+	case 0:
+		nr = MEMPREPOP_PLAN_LEN_MAX / HUGE_MAP + 1 +
+		     rand_r(seed) % 65000;
+		for (i = 0; i < nr; i++) {
+			many[i].addr = (uintptr_t)f->huge;
+			many[i].len = HUGE_MAP;
+			many[i].__reserved = 0;
+		}
+		break;
+	case 1:
+		nr = 1 + rand_r(seed) % 4096;
+		for (i = 0; i < nr; i++) {
+			many[i].addr = pick_addr(f, seed);
+			many[i].len = (uint64_t)(rand_r(seed) % 4) * 4096;
+			many[i].__reserved = 0;
+		}
+		break;
+	case 2:
+		size = sizes[rand_r(seed) % (sizeof(sizes) / sizeof(sizes[0]))];
+		nr = 1 + rand_r(seed) % 8;
+		req->range_size = size;
+		memset(many, 0, sizeof(many));
+		for (i = 0; size <= MEMPREPOP_RANGE_SIZE_MAX && i < nr; i++) {
+			struct memprepop_range *r =
+				(void *)((char *)many + (size_t)i * size);
+
+			r->addr = pick_addr(f, seed);
+			r->len = rand_r(seed) % (ARENA / 4096) * 4096;
+		}
+		break;
+	default:
+		nr = 1;
+		many[0].addr = pick_addr(f, seed);
+		many[0].len = rand_r(seed) % (ARENA / 4096) * 4096;
+		many[0].__reserved = 0;
+		req->node_pages = (uintptr_t)counts;
+		req->nr_node_pages =
+			nodes[rand_r(seed) % (sizeof(nodes) / sizeof(nodes[0]))];
+		break;
+	}
+	req->nr_ranges = nr;
+}
+
 static bool errno_allowed(int err)
 {
 	switch (err) {
@@ -228,7 +300,9 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 	signal(SIGCHLD, SIG_IGN);	/* the churn's children reap themselves */
 	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
 	f.arena = map_anon(ARENA);
-	if (fd < 0 || !f.arena)
+	f.huge = mmap(NULL, HUGE_MAP, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fd < 0 || !f.arena || f.huge == MAP_FAILED)
 		_exit(2);
 	map_special(&f, &h, &serve);
 	if (pthread_create(&tid, NULL, churn, &f) ||
@@ -270,6 +344,8 @@ static void fuzz_calls(struct tally *t, unsigned int gen_seed,
 				ranges[i].__reserved = rand_r(&seed) % 16 == 0;
 			}
 		}
+		if (rand_r(&seed) % 32 == 0)
+			pick_degenerate(&f, &buf.req, &seed);
 		if (buf.req.flags & MEMPREPOP_F_EVENTFD)
 			buf.req.eventfd = rand_r(&seed) % 4 ? -1 : rand_r(&seed) % 8;
 		dir = _IOC_READ | _IOC_WRITE;

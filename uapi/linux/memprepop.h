@@ -133,7 +133,8 @@ struct memprepop_range {
  *	placed on node N (counted apart from the populate, which they never
  *	change; a page reference each); pages on nodes from @nr_node_pages
  *	up are not counted. Size it from /sys/devices/system/node/possible.
- * @nr_node_pages: in, entries of @node_pages (0 exactly when it is 0)
+ * @nr_node_pages: in, entries of @node_pages (0 exactly when it is 0), at
+ *	most %MEMPREPOP_NODE_PAGES_MAX
  * @__reserved: in, zero
  * @ranges: in, the address of an array of @nr_ranges struct memprepop_range,
  *	each @range_size bytes, to populate instead of @addr and @len (which
@@ -143,7 +144,8 @@ struct memprepop_range {
  * @nr_ranges: in, entries of @ranges (0 exactly when it is 0), at most
  *	&memprepop_info.max_ranges
  * @range_size: in, size of each entry of @ranges: at least
- *	%MEMPREPOP_RANGE_SIZE_VER0; a longer one's unknown tail must be zero
+ *	%MEMPREPOP_RANGE_SIZE_VER0 and at most %MEMPREPOP_RANGE_SIZE_MAX; a
+ *	longer one's unknown tail must be zero
  * @eventfd: in, with %MEMPREPOP_F_EVENTFD, an eventfd descriptor
  * @__reserved2: in, zero
  *
@@ -171,6 +173,31 @@ struct memprepop_populate {
 
 /* The smallest struct memprepop_populate accepted: up to @populated */
 #define MEMPREPOP_POPULATE_SIZE_VER0	32
+
+/*
+ * The limits of one MEMPREPOP_IOC_POPULATE call, each checked before the
+ * module allocates or does anything for the call:
+ *
+ * MEMPREPOP_RANGE_SIZE_MAX: the largest @range_size (E2BIG above), as
+ * clone3() and sched_setattr() bound their growable structures.
+ *
+ * MEMPREPOP_NODE_PAGES_MAX: the largest @nr_node_pages (EINVAL above), more
+ * than any kernel's possible nodes.
+ *
+ * MEMPREPOP_PLAN_LEN_MAX: the most mapped memory all ranges of a call may
+ * cover together, a range covering memory another range covers too counted
+ * again (E2BIG above): 128 TiB, the user address space of 4-level paging.
+ * Parts of a range that are not mapped do not count: they fail as madvise()
+ * fails them.
+ *
+ * MEMPREPOP_PLAN_RUNS_MAX: the most runs all ranges of a call may cut into
+ * (E2BIG above). A run is a part of a range within one mapping and under
+ * one memory policy; alike neighbours make one run.
+ */
+#define MEMPREPOP_RANGE_SIZE_MAX	4096
+#define MEMPREPOP_NODE_PAGES_MAX	4096
+#define MEMPREPOP_PLAN_LEN_MAX		(_AC(1, ULL) << 47)
+#define MEMPREPOP_PLAN_RUNS_MAX		131072
 
 /**
  * struct memprepop_control - progress and cancellation of a running call
@@ -233,14 +260,18 @@ struct memprepop_control {
  *   @nr_node_pages not both zero or both non-zero, the reserved field of
  *   @control not zero, @ranges and @nr_ranges not both zero or both
  *   non-zero, @ranges with @addr or @len set, more than
- *   &memprepop_info.max_ranges ranges, @range_size below
+ *   &memprepop_info.max_ranges ranges, @nr_node_pages above
+ *   %MEMPREPOP_NODE_PAGES_MAX, @range_size below
  *   %MEMPREPOP_RANGE_SIZE_VER0, a range's @__reserved not zero; a mapping
  *   that cannot be populated writable (read-only, PROT_NONE, VM_IO or
  *   VM_PFNMAP, secretmem, a protection key denying the caller writes), or
  *   with %MEMPREPOP_F_REQUIRE_MLOCKED a part of the range that is not
  *   mlocked;
  * - E2BIG: the argument, or an entry of @ranges, is longer than the module
- *   knows and its tail is not zero;
+ *   knows and its tail is not zero; @range_size above
+ *   %MEMPREPOP_RANGE_SIZE_MAX; the ranges together cover more mapped memory
+ *   than %MEMPREPOP_PLAN_LEN_MAX or cut into more runs than
+ *   %MEMPREPOP_PLAN_RUNS_MAX (nothing is populated then);
  * - ENOMEM: part of the range is not mapped (or beyond the user address
  *   space), or out of memory;
  * - EFAULT: a fault failed (SIGBUS or SIGSEGV for a user access: hugetlb
