@@ -75,11 +75,13 @@ static int mpp_gup_errno(long err)
 
 /*
  * Count the nodes of the pages of [start, end), just populated, with
- * mmap_lock held. A lookup of its own, apart from the populate, so that
- * counting never changes what is populated or the errno: a page that
- * get_user_pages() cannot return (a special mapping's) is not counted.
- * FOLL_FORCE reads through a NUMA-balancing PROT_NONE entry on 6.1 without
- * a hinting fault, as 6.12 does by default.
+ * mmap_lock held. A lookup of its own, apart from the populate, that never
+ * faults (FOLL_NOFAULT), so that counting never changes what is populated
+ * or the errno, even when the range was remapped while the fault path had
+ * dropped the lock: a page that is not there, or that get_user_pages()
+ * cannot return (a special mapping's), is not counted. FOLL_FORCE reads
+ * through a NUMA-balancing PROT_NONE entry on 6.1 without a hinting fault,
+ * as 6.12 does by default.
  */
 static noinline void mpp_count_nodes(struct mpp_request *req,
 				     unsigned long start, unsigned long end,
@@ -93,7 +95,8 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 					 ARRAY_SIZE(pages));
 		long got, i;
 
-		got = mpp_get_user_pages_remote(req->mm, start, nr, FOLL_FORCE,
+		got = mpp_get_user_pages_remote(req->mm, start, nr,
+						FOLL_FORCE | FOLL_NOFAULT,
 						pages, NULL);
 		if (got <= 0) {
 			start += PAGE_SIZE;
@@ -110,52 +113,35 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 	}
 }
 
-/* Only the caller can be killed; a worker is stopped through the request. */
-static int mpp_mmap_read_lock(struct mm_struct *mm, bool caller)
-{
-	if (caller)
-		return mmap_read_lock_killable(mm);
-	mmap_read_lock(mm);
-	return 0;
-}
-
-/* Should a thread working on @chunk stop at @addr? */
+/*
+ * Should a thread working on @chunk stop at @addr? A worker's fatal signal
+ * is mpp_kill()'s, the caller's its own.
+ */
 static bool mpp_should_stop(struct mpp_request *req, struct mpp_chunk *chunk,
-			    unsigned long addr, bool caller)
+			    unsigned long addr)
 {
-	if (READ_ONCE(req->killed))
-		return true;
-	if (caller && fatal_signal_pending(current))
+	if (READ_ONCE(req->killed) || fatal_signal_pending(current))
 		return true;
 	return addr >= READ_ONCE(chunk->seg->range->stop_at);
 }
 
 /*
- * Fault in [addr, addr + nr pages) of @vma's mm, writable. A worker keeps
- * mmap_lock throughout (no FAULT_FLAG_ALLOW_RETRY): the mapping it checked
- * cannot become userfaultfd-armed under it, and no fault of it ever waits
- * for a userfaultfd handler. It stays on one CPU until it has drained that
- * CPU's LRU batch, so that every page it faulted is on the LRU (and, in an
- * mlocked range, unevictable) when the call returns, as after madvise().
- * The caller lets the fault path drop the lock, as madvise() does.
+ * Fault in [addr, addr + nr pages) of @mm, writable, as madvise() does:
+ * the fault path may drop mmap_lock to wait (for I/O, a page lock, a
+ * userfaultfd handler), killable, and then says so through @locked; the
+ * thread may move to another CPU meanwhile, which CPU hotplug needs. Then
+ * the LRU batch of the CPU it is on is drained, as madvise() drains it, so
+ * that the pages are on the LRU (and, in an mlocked range, unevictable).
  */
 static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
-			    unsigned long nr, bool caller, int *locked)
+			    unsigned long nr, int *locked)
 {
 	long got;
 
-	if (caller) {
-		got = mpp_get_user_pages_remote(mm, addr, nr,
-						FOLL_WRITE | FOLL_HWPOISON,
-						NULL, locked);
-		mpp_lru_add_drain();
-		return got;
-	}
-	migrate_disable();
 	got = mpp_get_user_pages_remote(mm, addr, nr,
-					FOLL_WRITE | FOLL_HWPOISON, NULL, NULL);
+					FOLL_WRITE | FOLL_HWPOISON, NULL,
+					locked);
 	mpp_lru_add_drain();
-	migrate_enable();
 	return got;
 }
 
@@ -169,14 +155,17 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
  *
  * Faults in batches of %MPP_GUP_BATCH pages, looking up the VMA again after
  * every time mmap_lock was dropped, and stops early when the request is
- * stopped below the chunk's end or killed. The caller faults a
- * userfaultfd-armed mapping a page at a time and every %MPP_SYNC_MS tells
- * @control how far the call got, so that a cancel is seen however slowly
- * the handler answers; a worker leaves such a mapping to the caller.
+ * stopped below the chunk's end or killed. Every wait, for mmap_lock or in
+ * the fault path, ends at a fatal signal, the caller's or, for a worker,
+ * mpp_kill()'s. The caller faults a userfaultfd-armed mapping a page at a
+ * time and every %MPP_SYNC_MS tells @control how far the call got, so that
+ * a cancel is seen however slowly the handler answers; a worker leaves
+ * such a mapping to the caller.
  *
  * Return: 0 when the whole chunk was populated, -ECANCELED when it was
- * stopped, %MPP_HANDOFF when a worker met a userfaultfd-armed mapping at
- * @reached, or the errno madvise(MADV_POPULATE_WRITE) would give.
+ * stopped, -EINTR at a fatal signal, %MPP_HANDOFF when a worker met a
+ * userfaultfd-armed mapping at @reached, or the errno
+ * madvise(MADV_POPULATE_WRITE) would give.
  */
 int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		    bool caller, u64 *node_pages, unsigned long *reached)
@@ -188,7 +177,7 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 	int locked = 1;
 	int ret = 0;
 
-	if (mpp_mmap_read_lock(mm, caller)) {
+	if (mmap_read_lock_killable(mm)) {
 		ret = -EINTR;
 		goto out;
 	}
@@ -198,9 +187,9 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 		unsigned long nr;
 		long got;
 
-		if (mpp_should_stop(req, chunk, addr, caller)) {
-			ret = caller && fatal_signal_pending(current) ?
-			      -EINTR : -ECANCELED;
+		if (mpp_should_stop(req, chunk, addr)) {
+			ret = fatal_signal_pending(current) ? -EINTR :
+			      -ECANCELED;
 			break;
 		}
 		/* The lock may have been dropped: look the VMA up again. */
@@ -221,11 +210,11 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 
 		nr = (min(chunk->end, vma->vm_end) - addr) >> PAGE_SHIFT;
 		nr = min(nr, userfaultfd_armed(vma) ? 1UL : MPP_GUP_BATCH);
-		got = mpp_fault_pages(mm, addr, nr, caller, &locked);
+		got = mpp_fault_pages(mm, addr, nr, &locked);
 		if (!locked) {
 			vma = NULL;
 			dropped = true;
-			if (mpp_mmap_read_lock(mm, caller)) {
+			if (mmap_read_lock_killable(mm)) {
 				ret = -EINTR;
 				goto out;
 			}
@@ -256,7 +245,7 @@ int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
 			mmap_read_unlock(mm);
 			mpp_control_sync(req, true);
 			vma = NULL;
-			if (mpp_mmap_read_lock(mm, caller)) {
+			if (mmap_read_lock_killable(mm)) {
 				ret = -EINTR;
 				goto out;
 			}

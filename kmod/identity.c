@@ -13,7 +13,10 @@
  *   all: set_active_memcg();
  * - its cgroups (cpu, cpuset, hugetlb, io, memory), attached as vhost
  *   attaches its workers, once the pids controller has checked the limit
- *   as it would for a fork();
+ *   as it would for a fork(), for the time of one call: a worker goes back
+ *   to the root cgroups before the call can end, because the cgroup v2
+ *   freezer can freeze no kernel thread and, on 6.1, never counts again
+ *   when one leaves a freezing cgroup;
  * - its scheduling policy, priority, nice and clamps, reset as a fork()
  *   with SCHED_RESET_ON_FORK would;
  * - its fault-injection filter (make-it-fail);
@@ -30,6 +33,7 @@
 #include <linux/pkeys.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/task.h>
 
 #include "internal.h"
 
@@ -176,6 +180,33 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 	if (ret)
 		return ret;
 	return cgroup_attach_task_all(current, task);
+}
+
+/**
+ * mpp_identity_disown() - a worker is done being the caller
+ *
+ * In the worker, after its last fault of the call, before the call may end:
+ * back to the root cgroups, where kernel threads are created, so that no
+ * cgroup of the caller holds a kernel thread its freezer would wait for.
+ * Its scheduling attributes stay until its next call sets the next
+ * caller's.
+ */
+void mpp_identity_disown(void)
+{
+	if (mpp_same_cgroups(&init_task, current))
+		return;
+	/* Out of memory it stays; mpp_identity_disowned() then says so */
+	cgroup_attach_task_all(&init_task, current);
+}
+
+/**
+ * mpp_identity_disowned() - is the calling worker in the root cgroups?
+ *
+ * Return: true when mpp_identity_disown() left no cgroup of a caller.
+ */
+bool mpp_identity_disowned(void)
+{
+	return mpp_same_cgroups(&init_task, current);
 }
 
 /**

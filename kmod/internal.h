@@ -154,10 +154,13 @@ struct mpp_segment {
  * @next_seg: first segment that may still have work for it
  * @node_pages: pages it found per node, its row of &mpp_request.node_pages;
  *	NULL without statistics
+ * @working: its thread still works for the request, so mpp_kill() may
+ *	signal it; under &mpp_request.lock
  */
 struct mpp_worker {
 	struct mpp_request *req;
 	struct mpp_thread *thread;
+	bool working;
 	int node;
 	struct mempolicy *pol;
 	unsigned int next_seg;
@@ -212,10 +215,10 @@ struct mpp_handoff {
  * @nr_segs: segments in @segs
  * @nr_chunks: chunks in all segments
  * @chunk_done: bit per chunk, set when it was populated completely
- * @lock: protects the ranges' @stop_at and @err, @partial, @handoffs and
- *	@poll_wq
+ * @lock: protects the ranges' @stop_at and @err, @partial, @handoffs,
+ *	@poll_wq and the workers' @working
  * @killed: a fatal signal reached the caller, it was cancelled, its file
- *	was released or its process is gone; everyone stops
+ *	was released or its process is gone; everyone stops. Set under @lock
  * @abort_err: why the call was stopped other than by a failure in a range:
  *	-ECANCELED through @control, -EFAULT for a bad @control
  * @control: where the caller follows the progress, or NULL
@@ -351,6 +354,8 @@ void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
 void mpp_identity_leave(struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
+void mpp_identity_disown(void);
+bool mpp_identity_disowned(void);
 bool mpp_identity_may_write(const struct mpp_identity *id,
 			    struct vm_area_struct *vma);
 

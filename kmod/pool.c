@@ -19,11 +19,14 @@
  */
 #include <linux/hashtable.h>
 #include <linux/jiffies.h>
+#include <linux/freezer.h>
 #include <linux/kthread.h>
+#include <linux/oom.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "internal.h"
@@ -122,12 +125,79 @@ static struct mpp_pool *mpp_pool_unused(struct mpp_pool *pool)
 	return pool;
 }
 
+/*
+ * Take up to @want slots for @pool within both bounds; under the lock.
+ * Returns how many.
+ */
+static unsigned int mpp_slots_take(struct mpp_pool *pool, unsigned int want,
+				   unsigned int sys_max, unsigned int mm_max)
+{
+	unsigned int got = 0;
+
+	if (mpp_nr_threads < sys_max && pool->nr < mm_max)
+		got = min3(want, sys_max - mpp_nr_threads, mm_max - pool->nr);
+	pool->nr += got;
+	mpp_nr_threads += got;
+	return got;
+}
+
+/*
+ * At the system's bound, idle threads other processes keep give their
+ * slots up for @pool: up to @nr of them, each from the pool that keeps the
+ * most idle at that moment, moved to @reclaim to be stopped. Under the
+ * lock. Idle kept threads are a cache; a caller that would otherwise get
+ * no thread at all is not.
+ */
+static void mpp_slots_reclaim(struct mpp_pool *pool, unsigned int nr,
+			      struct list_head *reclaim)
+{
+	while (nr--) {
+		struct mpp_pool *p, *most = NULL;
+		unsigned int most_idle = 0, bkt;
+		struct mpp_thread *t;
+
+		hash_for_each(mpp_pools, bkt, p, node) {
+			unsigned int idle = 0;
+
+			if (p == pool)
+				continue;
+			list_for_each_entry(t, &p->idle, node)
+				idle++;
+			if (idle > most_idle) {
+				most = p;
+				most_idle = idle;
+			}
+		}
+		if (!most)
+			return;
+		t = list_first_entry(&most->idle, struct mpp_thread, node);
+		t->idle = false;
+		t->stopping = true;
+		list_move(&t->node, reclaim);
+	}
+}
+
+/* Stop the threads on @list, taken off their idle lists: their slots free */
+static void mpp_threads_stop(struct list_head *list)
+{
+	struct mpp_thread *t, *tmp;
+
+	list_for_each_entry_safe(t, tmp, list, node) {
+		kthread_stop(t->task);
+		put_task_struct(t->task);
+		kfree(t);
+	}
+}
+
 /**
  * mpp_threads_get() - take thread slots for @mm
  * @mm: the caller's mm
  * @want: how many
  *
- * Within the bound per process and the bound of the system.
+ * Within the bound per process and the bound of the system. At the
+ * system's bound, idle threads kept by other processes are stopped for
+ * slots (mpp_slots_reclaim()), so that no caller is left with none while
+ * others only keep theirs.
  *
  * Return: how many it took, each to be used by mpp_thread_create() or
  * given back with mpp_threads_put().
@@ -136,22 +206,32 @@ unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want)
 {
 	unsigned int sys_max = READ_ONCE(max_threads) ?: 4 * num_online_cpus();
 	unsigned int mm_max = num_online_cpus();
-	struct mpp_pool *pool, *new, *gone;
-	unsigned int got = 0;
+	unsigned int got = 0, pass;
 
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
-	if (!new)
-		return 0;
-	spin_lock(&mpp_threads_lock);
-	pool = mpp_pool_lookup(mm, &new);
-	if (mpp_nr_threads < sys_max && pool->nr < mm_max)
-		got = min3(want, sys_max - mpp_nr_threads, mm_max - pool->nr);
-	pool->nr += got;
-	mpp_nr_threads += got;
-	gone = mpp_pool_unused(pool);
-	spin_unlock(&mpp_threads_lock);
-	kfree(gone);
-	kfree(new);
+	/* The second pass takes what the first one's reclaim freed */
+	for (pass = 0; pass < 2 && got < want; pass++) {
+		struct mpp_pool *pool, *new, *gone;
+		LIST_HEAD(reclaim);
+
+		new = kzalloc(sizeof(*new), GFP_KERNEL);
+		if (!new)
+			break;
+		spin_lock(&mpp_threads_lock);
+		pool = mpp_pool_lookup(mm, &new);
+		got += mpp_slots_take(pool, want - got, sys_max, mm_max);
+		if (!pass && got < want && pool->nr < mm_max)
+			mpp_slots_reclaim(pool,
+					  min(want - got, mm_max - pool->nr),
+					  &reclaim);
+		gone = mpp_pool_unused(pool);
+		spin_unlock(&mpp_threads_lock);
+		kfree(gone);
+		kfree(new);
+		if (list_empty(&reclaim))
+			break;
+		/* Each gives its slot back as it exits */
+		mpp_threads_stop(&reclaim);
+	}
 	return got;
 }
 
@@ -252,11 +332,7 @@ void mpp_pool_release(struct mpp_pool *pool)
 	 * Each exits, giving its slot back, and the pool goes with the last
 	 * thread of it: @pool is not to be touched from here on.
 	 */
-	list_for_each_entry_safe(t, tmp, &stop, node) {
-		kthread_stop(t->task);
-		put_task_struct(t->task);
-		kfree(t);
-	}
+	mpp_threads_stop(&stop);
 	mmdrop(mm);
 }
 
@@ -268,13 +344,17 @@ static bool mpp_pool_orphaned(struct mpp_pool *pool)
 
 /*
  * After its work: back on the idle list, or false when it is to exit, its
- * pool not kept any more or its process gone.
+ * pool not kept any more, its process gone, or the thread still in the
+ * caller's cgroups (it could not leave them: an idle thread never stays
+ * in a cgroup that may be frozen, which a kernel thread would hold up).
  */
 static bool mpp_thread_rest(struct mpp_thread *t)
 {
 	struct mpp_pool *pool = t->pool;
 	bool rest = false;
 
+	if (!mpp_identity_disowned())
+		return false;
 	spin_lock(&mpp_threads_lock);
 	if (t->kept && pool->files && !mpp_pool_orphaned(pool)) {
 		list_add(&t->node, &pool->idle);
@@ -303,18 +383,43 @@ static bool mpp_thread_leave(struct mpp_thread *t)
 	return leave;
 }
 
+/*
+ * Whatever SIGKILL mpp_kill() sent it for its last work. A kernel thread's
+ * SIGKILL has no queue entry, only its bit; a freezer's trap stays pending
+ * (recalc_sigpending()). Its own sighand is stable: it never execs.
+ */
+static void mpp_thread_forget_kill(void)
+{
+	struct sighand_struct *sighand =
+		rcu_dereference_protected(current->sighand, true);
+
+	spin_lock_irq(&sighand->siglock);
+	sigdelset(&current->pending.signal, SIGKILL);
+	recalc_sigpending();
+	spin_unlock_irq(&sighand->siglock);
+}
+
 static int mpp_thread_fn(void *data)
 {
 	struct mpp_thread *t = data;
 	struct mpp_pool *pool = t->pool;
 	bool stopping;
 
+	/* SIGKILL ends its killable waits (mpp_kill()); nothing else does */
+	allow_signal(SIGKILL);
+	/* Frozen for suspend while it sleeps, and between chunks */
+	set_freezable();
 	for (;;) {
-		set_current_state(TASK_IDLE);
-		if (READ_ONCE(t->arg)) {
+		void *arg;
+
+		set_current_state(TASK_IDLE | TASK_FREEZABLE);
+		/* Pairs with mpp_thread_start(): @fn and the work it reads */
+		arg = smp_load_acquire(&t->arg);
+		if (arg) {
 			__set_current_state(TASK_RUNNING);
-			t->fn(t->arg);
+			t->fn(arg);
 			WRITE_ONCE(t->arg, NULL);
+			mpp_thread_forget_kill();
 			if (!mpp_thread_rest(t))
 				break;
 			continue;
@@ -363,6 +468,14 @@ struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
 				      nid, index);
 	if (IS_ERR(task))
 		goto out_free;
+	/*
+	 * Never an OOM victim: a memory.oom.group kill of the caller's
+	 * cgroup, where the thread works, would otherwise mark it one, and a
+	 * kernel thread never clears that mark (suspend then cannot freeze).
+	 * The caller's own processes are the ones to kill; its workers stop
+	 * with them.
+	 */
+	task->signal->oom_score_adj = OOM_SCORE_ADJ_MIN;
 	get_task_struct(task);
 	t->task = task;
 	return t;
@@ -456,7 +569,7 @@ void mpp_thread_start(struct mpp_thread *t, void (*fn)(void *arg),
 		__module_get(THIS_MODULE);
 	}
 	t->fn = fn;
-	/* Seen by the thread once woken: wake_up_process() orders it */
-	WRITE_ONCE(t->arg, arg);
+	/* Pairs with the thread's smp_load_acquire(), which may not sleep */
+	smp_store_release(&t->arg, arg);
 	wake_up_process(t->task);
 }

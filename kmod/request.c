@@ -11,6 +11,7 @@
 #include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -135,10 +136,29 @@ void mpp_notify_detach(struct mpp_request *req)
 	spin_unlock(&req->lock);
 }
 
-/* Everyone stops: the caller was killed, or cancelled the call */
+/**
+ * mpp_kill() - everyone stops: the caller was killed, or cancelled the call
+ * @req: the request
+ *
+ * Threads see @killed at their next batch; a worker that waits where only a
+ * fatal signal ends the wait (a page lock, a userfaultfd handler, a file
+ * system's read), as a thread of the caller would in madvise(), is sent
+ * SIGKILL, which ends the wait and nothing else: workers allow no other
+ * signal and take no action on it (pool.c).
+ */
 void mpp_kill(struct mpp_request *req)
 {
+	unsigned int i;
+
+	if (READ_ONCE(req->killed))
+		return;
+	spin_lock(&req->lock);
 	WRITE_ONCE(req->killed, true);
+	for (i = 0; i < req->nr_workers; i++)
+		if (req->workers[i].working)
+			send_sig(SIGKILL,
+				 mpp_thread_task(req->workers[i].thread), 1);
+	spin_unlock(&req->lock);
 }
 
 /* The start of chunk @index of @seg */

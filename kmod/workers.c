@@ -16,6 +16,7 @@
  * madvise() would.
  */
 #include <linux/cpumask.h>
+#include <linux/freezer.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -25,28 +26,28 @@
 
 /*
  * Fault one chunk as a worker: with a user reference on the mm for as long
- * as it faults, which it cannot have once the process has exited: then the
- * request is over.
+ * as it faults or writes @control, which it cannot have once the process
+ * has exited: then the request is over.
  */
 static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 {
 	struct mpp_request *req = w->req;
 	unsigned long reached = chunk->start;
-	int ret = -ECANCELED;
+	int ret;
 
-	if (mmget_not_zero(req->mm)) {
-		ret = mpp_fault_chunk(req, chunk, false, w->node_pages,
-				      &reached);
-		mmput_async(req->mm);
-	} else {
+	if (!mmget_not_zero(req->mm)) {
 		mpp_kill(req);
+		mpp_chunk_finish(req, chunk, reached, -ECANCELED);
+		return;
 	}
+	ret = mpp_fault_chunk(req, chunk, false, w->node_pages, &reached);
 	if (ret == MPP_HANDOFF)
 		mpp_handoff(req, chunk, reached);
 	else
 		mpp_chunk_finish(req, chunk, reached, ret);
 	/* Progress and cancel, when the caller is not there to see to it */
 	mpp_control_sync(req, false);
+	mmput_async(req->mm);
 }
 
 /* A worker's work, in its thread: chunks of the request until none is left */
@@ -59,11 +60,21 @@ static void mpp_worker_fn(void *data)
 
 	mpp_identity_enter(&req->id, req->mm, &saved);
 	mpp_policy_enter(w->pol);
-	while (mpp_claim(req, w->node, &w->next_seg, &chunk))
+	while (mpp_claim(req, w->node, &w->next_seg, &chunk)) {
 		mpp_worker_chunk(w, &chunk);
+		/* Suspend freezes it here, between chunks */
+		try_to_freeze();
+	}
 	mpp_policy_leave();
 	kfree(w->pol);
 	mpp_identity_leave(req->mm, &saved);
+	/* Out of the caller's cgroups before the call can end */
+	mpp_identity_disown();
+
+	/* mpp_kill() signals its thread no more: it may go to other work */
+	spin_lock(&req->lock);
+	w->working = false;
+	spin_unlock(&req->lock);
 
 	if (atomic_dec_and_test(&req->active))
 		mpp_notify(req);
@@ -261,6 +272,7 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 
 	w->req = req;
 	w->thread = t;
+	w->working = true;
 	w->node = nid;
 	w->node_pages = NULL;
 	if (req->node_pages)

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <numaif.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -16,6 +17,7 @@
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
 #include "cgroup_helpers.h"
+#include "worker_helpers.h"
 
 FIXTURE(cg)
 {
@@ -165,6 +167,241 @@ TEST_F(cg, memory_max_like_madvise)
 	EXPECT_EQ(kills + 2, cg_read(self->path, "memory.events", "oom_kill"));
 	/* The workers' charges hit this cgroup's limit, not another's */
 	EXPECT_LT(hits, cg_read(self->path, "memory.events", "max"));
+}
+
+/* The kernel log from now on: /dev/kmsg, read to its end; -1 without it */
+static int kmsg_from_now(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd >= 0)
+		lseek(fd, 0, SEEK_END);
+	return fd;
+}
+
+/* Kernel log records since kmsg_from_now() that hold both strings */
+static int kmsg_count(int fd, const char *a, const char *b)
+{
+	char rec[2048];
+	ssize_t n;
+	int hits = 0;
+
+	while ((n = read(fd, rec, sizeof(rec) - 1)) > 0 || errno == EPIPE) {
+		if (n <= 0)
+			continue;
+		rec[n] = 0;
+		if (strstr(rec, a) && strstr(rec, b))
+			hits++;
+	}
+	return hits;
+}
+
+/*
+ * The suspend freezer as pm_test runs it (freeze every task, wait, thaw):
+ * 0, -ENOENT without pm_test, or the errno of the write (EBUSY: a task
+ * could not be frozen, or an OOM victim is still counted).
+ */
+static int pm_test_freezer(void)
+{
+	int ret;
+
+	if (access("/sys/power/pm_test", W_OK))
+		return -ENOENT;
+	write_file("/sys/module/suspend/parameters/pm_test_delay", "0");
+	if (write_file("/sys/power/pm_test", "freezer"))
+		return -ENOENT;
+	ret = write_file("/sys/power/state", "mem") ? -errno : 0;
+	write_file("/sys/power/pm_test", "none");
+	return ret;
+}
+
+/*
+ * memory.oom.group, as Kubernetes and systemd's OOMPolicy=kill set it, with
+ * memory.max below the range: the group kill takes the caller's processes,
+ * as with madvise, and never a worker (a kernel thread marked a victim is
+ * never unmarked, and suspend could not freeze again): the kernel log names
+ * no worker, and the suspend freezer succeeds afterwards.
+ */
+TEST_F(cg, oom_group_kills_the_caller_not_its_workers)
+{
+	size_t len = 64 * MiB;
+	int kmsg, pm;
+
+	RETURN_IF_SKIPPED();
+	if (cg_write(self->path, "memory.max", "33554432") ||
+	    cg_write(self->path, "memory.oom.group", "1"))
+		SKIP(return, "no memory controller");
+	cg_write(self->path, "memory.swap.max", "0");
+	/* This test stays: the group kill spares only OOM_SCORE_ADJ_MIN */
+	ASSERT_EQ(0, write_oom_score_adj("-1000"));
+	kmsg = kmsg_from_now();
+
+	EXPECT_EQ(-SIGKILL,
+		  in_child(self->path, by_madvise, len, false, NULL));
+	EXPECT_EQ(-SIGKILL,
+		  in_child(self->path, by_ioctl, len, false, &self->fd));
+	EXPECT_LE(2, cg_read(self->path, "memory.events", "oom_group_kill"));
+	if (kmsg >= 0) {
+		EXPECT_LE(2, kmsg_count(kmsg, "Killed process", ""));
+		EXPECT_EQ(0, kmsg_count(kmsg, "Killed process", "(memprepop/"));
+		close(kmsg);
+	}
+	pm = pm_test_freezer();
+	if (pm == -ENOENT)
+		SKIP(return, "no /sys/power/pm_test");
+	EXPECT_EQ(0, pm);
+}
+
+/* A child cgroup of @cg, for a process to be frozen without the test */
+static int cg_freezable(const char *cg, char *path, size_t size)
+{
+	snprintf(path, size, "%s/frz", cg);
+	return mkdir(path, 0755) ? -errno : 0;
+}
+
+/* Writes cgroup.freeze, then waits for "frozen" to say it: seconds taken */
+static double cg_freeze_wait(const char *cg, const char *val, double limit)
+{
+	double t0 = now();
+
+	cg_write(cg, "cgroup.freeze", val);
+	while (cg_read(cg, "cgroup.events", "frozen") != atoi(val) &&
+	       now() - t0 < limit)
+		usleep(1000);
+	return now() - t0;
+}
+
+enum frz_how { FRZ_MADVISE, FRZ_IOCTL, FRZ_IDLE };
+
+struct frz_child {
+	int fd;
+	char *p;
+	size_t len;
+	int how;
+	volatile int ret;
+};
+
+static void *frz_populate(void *arg)
+{
+	struct frz_child *c = arg;
+	struct memprepop_populate req;
+
+	c->ret = c->how == FRZ_MADVISE ? madvise_populate_write(c->p, c->len) :
+		 ioc_populate(c->fd, c->p, c->len, 0, &req);
+	return NULL;
+}
+
+/*
+ * A child process in @frz populates @len by @how in a thread of its own
+ * (FRZ_IDLE: first, then waits with its workers idle), tells the parent on
+ * @tell, and exits with the populate's errno once done and @go is readable.
+ */
+static pid_t frz_start(const char *frz, int devfd, size_t len, int how,
+		       int tell, int go)
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		struct frz_child c = { .fd = devfd, .len = len, .how = how };
+		pthread_t tid;
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%d", getpid());
+		c.p = map_anon_both(len);
+		if (!c.p || cg_write(frz, "cgroup.procs", buf))
+			_exit(100);
+		if (how == FRZ_IDLE)
+			frz_populate(&c);
+		if (how != FRZ_IDLE &&
+		    pthread_create(&tid, NULL, frz_populate, &c))
+			_exit(101);
+		if (write(tell, "x", 1) != 1 || read(go, buf, 1) != 1)
+			_exit(102);
+		if (how != FRZ_IDLE)
+			pthread_join(tid, NULL);
+		_exit(-c.ret);
+	}
+	return pid;
+}
+
+/*
+ * Freezing a cgroup whose process keeps idle workers: cgroup.events says
+ * frozen within a second, as for a process whose threads only did madvise.
+ * The workers leave (a kernel thread cannot be frozen by cgroup v2); the
+ * next call gets new ones.
+ */
+TEST_F(cg, freeze_with_idle_kept_workers)
+{
+	int tell[2], go[2], status, fd;
+	char frz[160];
+	double t;
+	pid_t pid;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, cg_freezable(self->path, frz, sizeof(frz)));
+	ASSERT_EQ(0, pipe(tell));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_TRUE(workers_gone(30));
+	/* The child's own file: its workers stay with it */
+	fd = open(MEMPREPOP_DEVICE, O_RDWR);
+	ASSERT_LE(0, fd);
+	pid = frz_start(frz, fd, 64 * MiB, FRZ_IDLE, tell[1], go[0]);
+	ASSERT_LE(0, pid);
+	close(fd);
+	ASSERT_EQ(1, read(tell[0], &status, 1));
+	EXPECT_LE(1, scan_workers(NULL, 0));
+	t = cg_freeze_wait(frz, "1", 10);
+	TH_LOG("frozen in %.3f s with idle kept workers", t);
+	EXPECT_GT(1.0, t);
+	EXPECT_EQ(1, cg_read(frz, "cgroup.events", "frozen"));
+	cg_freeze_wait(frz, "0", 10);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	rmdir(frz);
+}
+
+/*
+ * Freezing a cgroup while a thread of its process populates 1 GiB: by
+ * madvise, the freeze completes once madvise returns; by the ioctl, no
+ * later (its workers finish the request, then leave). Thawed, each
+ * finishes its call successfully.
+ */
+TEST_F_TIMEOUT(cg, freeze_during_a_request_like_madvise, 3600)
+{
+	size_t len = 1024 * MiB;
+	double took[2];
+	char frz[160];
+
+	RETURN_IF_SKIPPED();
+	ASSERT_EQ(0, cg_freezable(self->path, frz, sizeof(frz)));
+	ASSERT_TRUE(workers_gone(30));
+	for (int how = FRZ_MADVISE; how <= FRZ_IOCTL; how++) {
+		int tell[2], go[2], status;
+		pid_t pid;
+
+		ASSERT_EQ(0, pipe(tell));
+		ASSERT_EQ(0, pipe(go));
+		pid = frz_start(frz, self->fd, len, how, tell[1], go[0]);
+		ASSERT_LE(0, pid);
+		ASSERT_EQ(1, read(tell[0], &status, 1));
+		usleep(300 * 1000);
+		took[how] = cg_freeze_wait(frz, "1", 600);
+		EXPECT_EQ(1, cg_read(frz, "cgroup.events", "frozen"));
+		cg_freeze_wait(frz, "0", 10);
+		ASSERT_EQ(1, write(go[1], "x", 1));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+		for (int i = 0; i < 2; i++) {
+			close(tell[i]);
+			close(go[i]);
+		}
+	}
+	TH_LOG("1 GiB: frozen after %.3f s (madvise) and %.3f s (ioctl)",
+	       took[FRZ_MADVISE], took[FRZ_IOCTL]);
+	EXPECT_GE(took[FRZ_MADVISE] + 1.0, took[FRZ_IOCTL]);
+	EXPECT_TRUE(workers_gone(30));
+	rmdir(frz);
 }
 
 /* A hugetlb cgroup limit: EFAULT like madvise, the pages charged here */
@@ -384,9 +621,12 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 		EXPECT_GE(room, workers_started() - w0);
 		/* The worker that was not started was refused as a fork is */
 		EXPECT_LT(events0, cg_read(self->path, "pids.events", "max"));
-		/* A worker that stays counts, as vhost's workers do */
-		EXPECT_EQ(base + workers_started() - w0,
-			  cg_read(self->path, "pids.current", NULL));
+		/*
+		 * A worker counts while it works; once the call is done it is
+		 * back in the root cgroups, even one that stays (the cgroup
+		 * freezer could not freeze this cgroup with it inside)
+		 */
+		EXPECT_EQ(base, cg_read(self->path, "pids.current", NULL));
 		close(fd);
 		madvise(p, len, MADV_DONTNEED);
 	}

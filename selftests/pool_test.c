@@ -236,4 +236,75 @@ TEST_F_TIMEOUT(pool, many_processes_within_the_bound, SLOW)
 	EXPECT_TRUE(workers_gone(10));
 }
 
+#define MAX_THREADS	"/sys/module/memprepop/parameters/max_threads"
+
+/*
+ * The system's bound shared fairly: processes that only keep idle workers
+ * (their files open) leave no other process without any. With the bound at
+ * 4 and two processes keeping two workers each, a third gets its two: two
+ * of the idle ones are stopped for it.
+ */
+TEST_F_TIMEOUT(pool, bound_shared_with_idle_keepers, SLOW)
+{
+	int ready[2], hold[2], status, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	long saved = read_long(MAX_THREADS), started;
+	size_t len = 64 * MiB;
+	struct memprepop_populate req;
+	pid_t keepers[2];
+	char *p, buf[32];
+	int fd;
+
+	if (ncpu < 2)
+		SKIP(return, "needs 2 CPUs");
+	ASSERT_TRUE(workers_gone(30));
+	ASSERT_EQ(0, write_file(MAX_THREADS, "4"));
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(hold));
+	for (int i = 0; i < 2; i++) {
+		keepers[i] = fork();
+		ASSERT_LE(0, keepers[i]);
+		if (!keepers[i]) {
+			char *q = map_anon_both(len);
+			int kfd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+			char byte;
+
+			if (!q || kfd < 0 ||
+			    ioc_populate_workers(kfd, q, len, 0, 2, &req) ||
+			    req.workers != 2)
+				_exit(2);
+			/* Its file open, its workers idle, until told */
+			if (write(ready[1], "x", 1) != 1 ||
+			    read(hold[0], &byte, 1) != 1)
+				_exit(3);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		ASSERT_EQ(1, read(ready[0], &status, 1));
+	EXPECT_EQ(4, scan_workers(NULL, 0));
+
+	p = map_anon_both(len);
+	ASSERT_NE(NULL, p);
+	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	started = workers_started();
+	EXPECT_EQ(0, ioc_populate_workers(fd, p, len, 0, 2, &req));
+	TH_LOG("with 4 idle kept workers at the bound of 4: %u workers, %ld new",
+	       req.workers, workers_started() - started);
+	EXPECT_EQ(2, req.workers);
+	EXPECT_EQ(2, workers_started() - started);
+	EXPECT_GE(4, scan_workers(NULL, 0));
+	close(fd);
+
+	ASSERT_EQ(2, write(hold[1], "xx", 2));
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(keepers[i], waitpid(keepers[i], &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	}
+	snprintf(buf, sizeof(buf), "%ld", saved);
+	write_file(MAX_THREADS, buf);
+	EXPECT_TRUE(workers_gone(10));
+	munmap(p, len);
+}
+
 TEST_HARNESS_MAIN

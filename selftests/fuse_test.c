@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A fault that waits on a file system that does not answer: a FUSE file
+ * whose READ requests this test's own tiny server holds. What the wait
+ * may hold up is the same whether a thread of the caller populates with
+ * madvise() or the module's worker does: the caller's own mmap() (the
+ * fault path drops mmap_lock while it waits), CPU hotplug (the waiting
+ * thread is not pinned to its CPU), and the caller's death (the wait ends
+ * at a fatal signal). Each is timed from outside, for both.
+ */
+#define _GNU_SOURCE
+#include <linux/fuse.h>
+#include <sys/uio.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "memprepop_test.h"
+#include "worker_helpers.h"
+
+#define SLOW		3600
+#define FILE_LEN	(16 * MiB)
+#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
+
+/* The server: answers what a mapped file needs, holds every READ */
+struct server {
+	int fd;
+	pthread_t tid;
+	pthread_mutex_t lock;
+	volatile bool release;	/* answer the held READs, and later ones */
+	volatile unsigned int reads;
+	struct {
+		uint64_t unique;
+		uint32_t size;
+	} held[64];
+	unsigned int nr_held;
+};
+
+static void reply(struct server *s, uint64_t unique, int error,
+		  const void *data, size_t len)
+{
+	struct fuse_out_header out = {
+		.len = sizeof(out) + len, .error = error, .unique = unique,
+	};
+	struct iovec iov[2] = {
+		{ &out, sizeof(out) }, { (void *)data, len },
+	};
+
+	(void)!writev(s->fd, iov, data ? 2 : 1);
+}
+
+static void reply_zeros(struct server *s, uint64_t unique, uint32_t size)
+{
+	static char zeros[128 * 1024];
+
+	reply(s, unique, 0, zeros, size < sizeof(zeros) ? size : sizeof(zeros));
+}
+
+static void fill_attr(struct fuse_attr *a, uint64_t nodeid)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = nodeid;
+	a->nlink = 1;
+	a->blksize = 4096;
+	if (nodeid == FUSE_ROOT_ID) {
+		a->mode = S_IFDIR | 0755;
+	} else {
+		a->mode = S_IFREG | 0600;
+		a->size = FILE_LEN;
+		a->blocks = FILE_LEN / 512;
+	}
+}
+
+/* Answers the held READs with zeros */
+static void release_reads(struct server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->release = true;
+	for (unsigned int i = 0; i < s->nr_held; i++)
+		reply_zeros(s, s->held[i].unique, s->held[i].size);
+	s->nr_held = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *serve(void *arg)
+{
+	static char buf[256 * 1024];
+	struct server *s = arg;
+
+	for (;;) {
+		struct fuse_in_header *in = (void *)buf;
+		void *body = buf + sizeof(*in);
+		ssize_t n = read(s->fd, buf, sizeof(buf));
+
+		if (n < 0 && (errno == EINTR || errno == ENOENT))
+			continue;
+		if (n < (ssize_t)sizeof(*in))
+			return NULL;	/* unmounted */
+		switch (in->opcode) {
+		case FUSE_INIT: {
+			struct fuse_init_in *ii = body;
+			struct fuse_init_out io = {
+				.major = FUSE_KERNEL_VERSION,
+				.minor = ii->minor < 31 ? ii->minor : 31,
+				.max_readahead = ii->max_readahead,
+				.max_background = 16,
+				.congestion_threshold = 12,
+				.max_write = 64 * 1024,
+				.time_gran = 1,
+				/*
+				 * Reads as readahead does them: the fault
+				 * waits, killable, on the page lock. A
+				 * synchronous READ the server has taken is
+				 * waited for unkillably, madvise or not.
+				 */
+				.flags = ii->flags & FUSE_ASYNC_READ,
+			};
+
+			reply(s, in->unique, 0, &io, sizeof(io));
+			break;
+		}
+		case FUSE_LOOKUP: {
+			struct fuse_entry_out e = {
+				.nodeid = 2, .entry_valid = 3600,
+				.attr_valid = 3600,
+			};
+
+			if (strcmp(body, "file")) {
+				reply(s, in->unique, -ENOENT, NULL, 0);
+				break;
+			}
+			fill_attr(&e.attr, 2);
+			reply(s, in->unique, 0, &e, sizeof(e));
+			break;
+		}
+		case FUSE_GETATTR: {
+			struct fuse_attr_out a = { .attr_valid = 3600 };
+
+			fill_attr(&a.attr, in->nodeid);
+			reply(s, in->unique, 0, &a, sizeof(a));
+			break;
+		}
+		case FUSE_OPEN: {
+			struct fuse_open_out o = { .fh = 1 };
+
+			reply(s, in->unique, 0, &o, sizeof(o));
+			break;
+		}
+		case FUSE_READ: {
+			struct fuse_read_in *r = body;
+
+			pthread_mutex_lock(&s->lock);
+			s->reads++;
+			if (s->release || s->nr_held == 64) {
+				reply_zeros(s, in->unique, r->size);
+			} else {
+				s->held[s->nr_held].unique = in->unique;
+				s->held[s->nr_held].size = r->size;
+				s->nr_held++;
+			}
+			pthread_mutex_unlock(&s->lock);
+			break;
+		}
+		case FUSE_FLUSH:
+		case FUSE_RELEASE:
+			reply(s, in->unique, 0, NULL, 0);
+			break;
+		case FUSE_FORGET:
+		case FUSE_BATCH_FORGET:
+		case FUSE_INTERRUPT:
+			break;		/* no answer wanted */
+		default:
+			reply(s, in->unique, -ENOSYS, NULL, 0);
+			break;
+		}
+	}
+}
+
+FIXTURE(fuse)
+{
+	char dir[64];
+	struct server s;
+	bool mounted;
+};
+
+FIXTURE_VARIANT(fuse)
+{
+	bool by_ioctl;
+};
+
+FIXTURE_VARIANT_ADD(fuse, madvise)
+{
+	.by_ioctl = false,
+};
+
+FIXTURE_VARIANT_ADD(fuse, ioctl)
+{
+	.by_ioctl = true,
+};
+
+FIXTURE_SETUP(fuse)
+{
+	char opts[128];
+
+	pthread_mutex_init(&self->s.lock, NULL);
+	if (access("/dev/fuse", F_OK))
+		(void)!system("modprobe -q fuse 2>/dev/null");
+	self->s.fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (self->s.fd < 0)
+		SKIP(return, "no /dev/fuse");
+	snprintf(self->dir, sizeof(self->dir), "/tmp/mpp-fuse-%d", getpid());
+	ASSERT_EQ(0, mkdir(self->dir, 0700));
+	snprintf(opts, sizeof(opts),
+		 "fd=%d,rootmode=40000,user_id=0,group_id=0", self->s.fd);
+	ASSERT_EQ(0, mount("memprepop-test", self->dir, "fuse",
+			   MS_NOSUID | MS_NODEV, opts));
+	self->mounted = true;
+	ASSERT_EQ(0, pthread_create(&self->s.tid, NULL, serve, &self->s));
+}
+
+FIXTURE_TEARDOWN(fuse)
+{
+	if (self->s.fd < 0)
+		return;
+	release_reads(&self->s);
+	write_file(CPU1_ONLINE, "1");
+	if (self->mounted)
+		umount2(self->dir, MNT_DETACH);
+	close(self->s.fd);
+	rmdir(self->dir);
+}
+
+/* Waits for @pid up to @secs: seconds taken, or -1 when still running */
+static double wait_for(pid_t pid, double secs, int *status)
+{
+	double t0 = now();
+
+	while (now() - t0 < secs) {
+		if (waitpid(pid, status, WNOHANG) == pid)
+			return now() - t0;
+		usleep(5000);
+	}
+	return -1;
+}
+
+/* A helper process writes @val to @path: its pid */
+static pid_t write_in_child(const char *path, const char *val)
+{
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(write_file(path, val) ? 1 : 0);
+	return pid;
+}
+
+struct caller_side {
+	int go, done;		/* pipes: the parent says go, it says how long */
+};
+
+/* The caller's other thread: times an mmap() when told to */
+static void *time_mmap(void *arg)
+{
+	struct caller_side *c = arg;
+	double t0, took;
+	char byte;
+	void *p;
+
+	if (read(c->go, &byte, 1) != 1)
+		return NULL;
+	t0 = now();
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	took = now() - t0;
+	if (p != MAP_FAILED)
+		munmap(p, 4096);
+	(void)!write(c->done, &took, sizeof(took));
+	return NULL;
+}
+
+/*
+ * The caller, on CPU 1, faults the FUSE file's mapping in: by madvise() in
+ * its own thread, or through the module, whose one worker then runs on
+ * CPU 1 too (the memory's node is the caller's).
+ */
+static void caller(const char *path, bool by_ioctl, struct caller_side *c)
+{
+	struct memprepop_populate req;
+	cpu_set_t one;
+	pthread_t tid;
+	int fd, dev;
+	char *p;
+
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	fd = open(path, O_RDONLY);
+	dev = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0 || dev < 0)
+		_exit(2);
+	p = mmap(NULL, FILE_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED || pthread_create(&tid, NULL, time_mmap, c))
+		_exit(3);
+	if (by_ioctl)
+		ioc_populate_workers(dev, p, FILE_LEN, 0, 1, &req);
+	else
+		madvise_populate_write(p, FILE_LEN);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(fuse, wait_on_an_unanswered_read, SLOW)
+{
+	int go[2], done[2], status;
+	double mmap_took = -1, offline, reaped, t0;
+	struct caller_side c;
+	char path[96];
+	pid_t pid, hp;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || access(CPU1_ONLINE, W_OK))
+		SKIP(return, "needs a CPU 1 that can go offline");
+	ASSERT_TRUE(workers_gone(30));
+	snprintf(path, sizeof(path), "%s/file", self->dir);
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	c.go = go[0];
+	c.done = done[1];
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		caller(path, variant->by_ioctl, &c);
+
+	/* Until the first READ is held, and the faulting thread waits on it */
+	t0 = now();
+	while (!self->s.reads && now() - t0 < 30)
+		usleep(10 * 1000);
+	ASSERT_LT(0, self->s.reads);
+	usleep(300 * 1000);
+
+	/* The caller's own mmap(), from another of its threads */
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	t0 = now();
+	while (now() - t0 < 10 &&
+	       read(done[0], &mmap_took, sizeof(mmap_took)) != sizeof(mmap_took))
+		;
+	/* CPU 1, where the faulting thread waits, goes offline */
+	hp = write_in_child(CPU1_ONLINE, "0");
+	ASSERT_LE(0, hp);
+	offline = wait_for(hp, 10, &status);
+	if (offline < 0) {
+		/* Held up: let the reads go, so that it can finish */
+		release_reads(&self->s);
+		waitpid(hp, &status, 0);
+	}
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_EQ(0, write_file(CPU1_ONLINE, "1"));
+
+	/* The caller dies while its fault (or its worker's) still waits */
+	t0 = now();
+	kill(pid, SIGKILL);
+	reaped = wait_for(pid, 10, &status);
+	TH_LOG("%s: the caller's mmap() %.3f s, CPU 1 offline %.3f s, the killed caller reaped %.3f s (-1: more than 10 s)",
+	       variant->by_ioctl ? "ioctl" : "madvise", mmap_took, offline,
+	       reaped);
+	if (reaped < 0) {
+		release_reads(&self->s);
+		waitpid(pid, &status, 0);
+	}
+	EXPECT_LE(0, mmap_took);
+	EXPECT_GT(1.0, mmap_took);
+	EXPECT_LE(0, offline);
+	EXPECT_GT(1.0, offline);
+	EXPECT_LE(0, reaped);
+	EXPECT_GT(1.0, reaped);
+	/* The worker, told by the kill, does not wait for the answer */
+	EXPECT_TRUE(workers_gone(5));
+	release_reads(&self->s);
+	EXPECT_TRUE(workers_gone(10));
+	for (int i = 0; i < 2; i++) {
+		close(go[i]);
+		close(done[i]);
+	}
+}
+
+TEST_HARNESS_MAIN
