@@ -218,7 +218,7 @@ struct mpp_handoff {
  * @lock: protects the ranges' @stop_at and @err, @partial, @handoffs,
  *	@poll_wq and the workers' @working
  * @killed: a fatal signal reached the caller, it was cancelled, its file
- *	was released or its process is gone; everyone stops. Set under @lock
+ *	was released or its process is gone; everyone stops
  * @abort_err: why the call was stopped other than by a failure in a range:
  *	-ECANCELED through @control, -EFAULT for a bad @control
  * @control: where the caller follows the progress, or NULL
@@ -331,6 +331,7 @@ struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
 void mpp_request_put(struct mpp_request *req);
 void mpp_stop(struct mpp_request *req, struct mpp_range *range,
 	      unsigned long addr, int err);
+void mpp_cancel(struct mpp_request *req);
 void mpp_kill(struct mpp_request *req);
 void mpp_notify(struct mpp_request *req);
 void mpp_notify_detach(struct mpp_request *req);

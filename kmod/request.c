@@ -137,21 +137,34 @@ void mpp_notify_detach(struct mpp_request *req)
 }
 
 /**
- * mpp_kill() - everyone stops: the caller was killed, or cancelled the call
- * @req: the request
+ * mpp_cancel() - everyone stops at their next batch
+ * @req: the request, cancelled through @control or with a bad @control
  *
- * Threads see @killed at their next batch; a worker that waits where only a
- * fatal signal ends the wait (a page lock, a userfaultfd handler, a file
- * system's read), as a thread of the caller would in madvise(), is sent
- * SIGKILL, which ends the wait and nothing else: workers allow no other
- * signal and take no action on it (pool.c).
+ * Nobody is interrupted: what each thread faulted is counted, so that
+ * @populated stays exact.
+ */
+void mpp_cancel(struct mpp_request *req)
+{
+	WRITE_ONCE(req->killed, true);
+}
+
+/**
+ * mpp_kill() - everyone stops now: the caller is dying, or gone
+ * @req: the request: its caller has a fatal signal, its file was released,
+ *	or its process is gone
+ *
+ * As mpp_cancel(), and a worker that waits where only a fatal signal ends
+ * the wait (a page lock, a userfaultfd handler, a file system's read), as
+ * a thread of the caller would in madvise(), is sent SIGKILL, which ends
+ * the wait and nothing else: workers allow no other signal and take no
+ * action on it (pool.c). A page the fault path faulted just before it saw
+ * the signal may then go uncounted, as for a killed madvise(): after a
+ * kill, @populated is a lower bound.
  */
 void mpp_kill(struct mpp_request *req)
 {
 	unsigned int i;
 
-	if (READ_ONCE(req->killed))
-		return;
 	spin_lock(&req->lock);
 	WRITE_ONCE(req->killed, true);
 	for (i = 0; i < req->nr_workers; i++)
@@ -347,7 +360,7 @@ void mpp_control_sync(struct mpp_request *req, bool caller)
 	else if (cancel)
 		cmpxchg(&req->abort_err, 0, -ECANCELED);
 	if (READ_ONCE(req->abort_err))
-		mpp_kill(req);
+		mpp_cancel(req);
 }
 
 /**
