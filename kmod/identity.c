@@ -184,19 +184,20 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 
 /**
  * mpp_identity_disown() - a worker is done being the caller
+ * @task: the worker: itself after its last fault of the call, or one the
+ *	caller adopted and then could not use
  *
- * In the worker, after its last fault of the call, before the call may end:
- * back to the root cgroups, where kernel threads are created, so that no
- * cgroup of the caller holds a kernel thread its freezer would wait for.
- * Its scheduling attributes stay until its next call sets the next
- * caller's.
+ * Before the call may end: back to the root cgroups, where kernel threads
+ * are created, so that no cgroup of the caller holds a kernel thread its
+ * freezer would wait for. Its scheduling attributes stay until its next
+ * call sets the next caller's.
  */
-void mpp_identity_disown(void)
+void mpp_identity_disown(struct task_struct *task)
 {
-	if (mpp_same_cgroups(&init_task, current))
+	if (mpp_same_cgroups(&init_task, task))
 		return;
 	/* Out of memory it stays; mpp_identity_disowned() then says so */
-	cgroup_attach_task_all(&init_task, current);
+	cgroup_attach_task_all(&init_task, task);
 }
 
 /**

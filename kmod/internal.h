@@ -355,7 +355,7 @@ void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
 void mpp_identity_leave(struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
-void mpp_identity_disown(void);
+void mpp_identity_disown(struct task_struct *task);
 bool mpp_identity_disowned(void);
 bool mpp_identity_may_write(const struct mpp_identity *id,
 			    struct vm_area_struct *vma);

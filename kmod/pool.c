@@ -17,13 +17,13 @@
  * they never outlive it in its cgroups. A call from another process, on a
  * file passed to it, gets threads of its own that go when it is done.
  */
+#include <linux/freezer.h>
 #include <linux/hashtable.h>
 #include <linux/jiffies.h>
-#include <linux/freezer.h>
 #include <linux/kthread.h>
-#include <linux/oom.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/oom.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -385,7 +385,7 @@ static bool mpp_thread_leave(struct mpp_thread *t)
 
 /*
  * Whatever SIGKILL mpp_kill() sent it for its last work. A kernel thread's
- * SIGKILL has no queue entry, only its bit; a freezer's trap stays pending
+ * SIGKILL has no queue entry, only its bit; anything else pending stays so
  * (recalc_sigpending()). Its own sighand is stable: it never execs.
  */
 static void mpp_thread_forget_kill(void)

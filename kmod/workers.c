@@ -69,7 +69,7 @@ static void mpp_worker_fn(void *data)
 	kfree(w->pol);
 	mpp_identity_leave(req->mm, &saved);
 	/* Out of the caller's cgroups before the call can end */
-	mpp_identity_disown();
+	mpp_identity_disown(current);
 
 	/* mpp_kill() signals its thread no more: it may go to other work */
 	spin_lock(&req->lock);
@@ -332,6 +332,8 @@ static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
 	if (!t)
 		return false;
 	if (mpp_worker_init(req, w, t, nid, on, scratch)) {
+		/* Not kept, nor ended, in the caller's cgroups */
+		mpp_identity_disown(mpp_thread_task(t));
 		mpp_thread_discard(t);
 		return false;
 	}
