@@ -40,23 +40,6 @@ static int bg_start(int fd, struct bg *bg, void *addr, size_t len,
 	return ioctl(fd, MEMPREPOP_IOC_POPULATE, &bg->req) ? -errno : 0;
 }
 
-/* MEMPREPOP_IOC_WAIT as 0 or -errno; the request's outcome in @result */
-static int bg_wait(int fd, uint64_t flags, int *result)
-{
-	struct memprepop_wait w = { .flags = flags };
-	int ret = ioctl(fd, MEMPREPOP_IOC_WAIT, &w) ? -errno : 0;
-
-	*result = w.result;
-	return ret;
-}
-
-static bool readable(int fd, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-	return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN);
-}
-
 FIXTURE(bg)
 {
 	int fd;

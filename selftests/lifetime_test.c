@@ -48,31 +48,14 @@ static int bg_start(int fd, struct memprepop_populate *req, void *addr,
 	return ioctl(fd, MEMPREPOP_IOC_POPULATE, req) ? -errno : 0;
 }
 
-/* MEMPREPOP_IOC_WAIT as 0 or -errno, the request's outcome in @result */
-static int bg_reap(int fd, uint64_t flags, int *result)
-{
-	struct memprepop_wait w = { .flags = flags };
-	int ret = ioctl(fd, MEMPREPOP_IOC_WAIT, &w) ? -errno : 0;
-
-	*result = w.result;
-	return ret;
-}
-
 /* Reaps without sleeping in the kernel: spins on NOHANG. 0 or -errno */
 static int bg_spin_reap(int fd, int *result)
 {
 	int ret;
 
-	while ((ret = bg_reap(fd, MEMPREPOP_WAIT_NOHANG, result)) == -EAGAIN)
+	while ((ret = bg_wait(fd, MEMPREPOP_WAIT_NOHANG, result)) == -EAGAIN)
 		;
 	return ret;
-}
-
-static bool readable(int fd, int timeout_ms)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-	return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN);
 }
 
 static void pin_self(int cpu)
@@ -395,10 +378,10 @@ TEST_F_TIMEOUT(lifetime, epoll_learns_of_every_request, SLOW)
 		ASSERT_EQ(0, bg_start(fd, &req, p, variant->len, 0, -1));
 		if (sem_wait_ms(&w.seen, 1000)) {
 			lost++;
-			ASSERT_EQ(0, bg_reap(fd, 0, &result));
+			ASSERT_EQ(0, bg_wait(fd, 0, &result));
 			continue;
 		}
-		ASSERT_EQ(0, bg_reap(fd, MEMPREPOP_WAIT_NOHANG, &result));
+		ASSERT_EQ(0, bg_wait(fd, MEMPREPOP_WAIT_NOHANG, &result));
 		EXPECT_EQ(0, result);
 		sem_post(&w.again);
 	}
@@ -410,6 +393,22 @@ TEST_F_TIMEOUT(lifetime, epoll_learns_of_every_request, SLOW)
 	EXPECT_EQ(0, lost);
 	close(w.epfd);
 	close(fd);
+}
+
+/*
+ * A large background request of the calling process, on a file it may
+ * hand on (not close-on-exec): the file, or -1.
+ */
+static int start_large_request(void)
+{
+	struct memprepop_populate req;
+	size_t len = 1024 * MiB;
+	char *p = map_anon(len);
+	int fd = open(MEMPREPOP_DEVICE, O_RDWR);
+
+	if (!p || fd < 0 || bg_start(fd, &req, p, len, 0, -1))
+		return -1;
+	return fd;
 }
 
 /*
@@ -431,13 +430,13 @@ static int orphan_checks(int fd)
 		return 11;
 	if (readable(fd, 300))
 		return 12;
-	if (bg_reap(fd, MEMPREPOP_WAIT_NOHANG, &result) != -ENOENT)
+	if (bg_wait(fd, MEMPREPOP_WAIT_NOHANG, &result) != -ENOENT)
 		return 13;
 	if (bg_start(fd, &req, p, 4096, 0, -1))
 		return 14;
 	if (!readable(fd, 30 * 1000))
 		return 15;
-	if (bg_reap(fd, 0, &result) || result || req.populated != 4096)
+	if (bg_wait(fd, 0, &result) || result || req.populated != 4096)
 		return 16;
 	return 0;
 }
@@ -468,13 +467,10 @@ TEST_F_TIMEOUT(lifetime, request_of_a_process_that_execs, SLOW)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		struct memprepop_populate req;
-		size_t len = 1024 * MiB;
-		char *p = map_anon(len);
-		int fd = open(MEMPREPOP_DEVICE, O_RDWR);
+		int fd = start_large_request();
 		char env[64];
 
-		if (!p || fd < 0 || bg_start(fd, &req, p, len, 0, -1))
+		if (fd < 0)
 			_exit(2);
 		snprintf(env, sizeof(env), "%d", fd);
 		setenv(ORPHAN_FD_ENV, env, 1);
@@ -504,13 +500,10 @@ TEST_F_TIMEOUT(lifetime, request_of_a_process_that_exits, SLOW)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		struct memprepop_populate req;
-		size_t len = 1024 * MiB;
-		char *p = map_anon(len);
-		int fd = open(MEMPREPOP_DEVICE, O_RDWR);
+		int fd = start_large_request();
 		pid_t h;
 
-		if (!p || fd < 0 || bg_start(fd, &req, p, len, 0, -1))
+		if (fd < 0)
 			_exit(2);
 		h = fork();
 		if (!h) {

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <numaif.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -326,6 +327,24 @@ static inline int ioc_populate(int fd, void *addr, size_t len, uint64_t flags,
 			       struct memprepop_populate *req)
 {
 	return ioc_populate_workers(fd, addr, len, flags, 0, req);
+}
+
+/* MEMPREPOP_IOC_WAIT as 0 or -errno; the request's outcome in @result */
+static inline int bg_wait(int fd, uint64_t flags, int *result)
+{
+	struct memprepop_wait w = { .flags = flags };
+	int ret = ioctl(fd, MEMPREPOP_IOC_WAIT, &w) ? -errno : 0;
+
+	*result = w.result;
+	return ret;
+}
+
+/* Does poll() report @fd readable within @timeout_ms? */
+static inline bool readable(int fd, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN);
 }
 
 /* Entries of the node statistics arrays of the tests: any node up to it */
