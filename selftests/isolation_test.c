@@ -386,7 +386,7 @@ TEST_F_TIMEOUT(cg, freeze_during_a_request_like_madvise, 3600)
 		ASSERT_LE(0, pid);
 		ASSERT_EQ(1, read(tell[0], &status, 1));
 		usleep(300 * 1000);
-		took[how] = cg_freeze_wait(frz, "1", 600);
+		took[how] = cg_freeze_wait(frz, "1", 120);
 		EXPECT_EQ(1, cg_read(frz, "cgroup.events", "frozen"));
 		cg_freeze_wait(frz, "0", 10);
 		ASSERT_EQ(1, write(go[1], "x", 1));
