@@ -546,7 +546,11 @@ static long kpageflags_count(const char *p, size_t len, uint64_t mask)
 /*
  * Right after the call every page is on an LRU list, and with
  * MEMPREPOP_F_REQUIRE_MLOCKED unevictable and mlocked, as after madvise(): the
- * workers drain their CPU's batches as madvise's populate does.
+ * workers drain their CPU's batches as madvise's populate does. A thread
+ * that moves to another CPU mid-call leaves its last batch in the per-CPU
+ * list it left, madvise's own (16357 of 16384 under the debug kernel with
+ * preempt=full): the ioctl is held to no fewer than madvise, and to all of
+ * them here, where each node has one CPU and its worker cannot move.
  */
 TEST_F_TIMEOUT(caller, lru_and_unevictable_like_madvise, SLOW)
 {
@@ -582,7 +586,7 @@ TEST_F_TIMEOUT(caller, lru_and_unevictable_like_madvise, SLOW)
 		TH_LOG("%s: %ld of %zu pages after madvise, %ld after the ioctl",
 		       lock ? "lru+unevictable+mlocked" : "lru", counts[0], n,
 		       counts[1]);
-		EXPECT_EQ(counts[0], counts[1]);
+		EXPECT_LE(counts[0], counts[1]);
 		EXPECT_EQ((long)n, counts[1]);
 	}
 	close(fd);
