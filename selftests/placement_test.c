@@ -366,9 +366,11 @@ static int populate_seen(int fd, void *p, size_t len, uint64_t flags,
  * MEMPREPOP_F_BORROW_CPUS the other node's CPU helps, and the pages still
  * all go to the bound node. Without the flag, without a count asked for, or
  * with only the bound node's CPUs allowed, no helper. Where the workers ran
- * is read from outside, from /proc/PID/stat.
+ * is read from outside, from /proc/PID/stat. Four calls of 256 MiB, two
+ * of them sampled: past the harness's default 30 s under KASAN, TCG and
+ * preempt=full, so the runner's timeout bounds it.
  */
-TEST_F(place, borrow_cpus_helpers)
+TEST_F_TIMEOUT(place, borrow_cpus_helpers, 3600)
 {
 	/* Long enough for the sampler to see the workers at work */
 	size_t len = 4 * LEN;
