@@ -19,14 +19,22 @@
  *   when one leaves a freezing cgroup;
  * - its scheduling policy, priority, nice and clamps, reset as a fork()
  *   with SCHED_RESET_ON_FORK would;
+ * - its I/O priority (ionice), which a thread it creates inherits and
+ *   which the page-cache reads of a file-backed fault are submitted with;
  * - its fault-injection filter (make-it-fail);
  * - its protection-key rights, captured when it called.
+ *
+ * Credentials and cgroups are followed: between chunks each worker takes on
+ * those the thread that called has then (mpp_identity_follow()), the rest
+ * is as it was at the call.
  *
  * What a module cannot give a kernel thread (RLIMIT_NPROC, RLIMIT_CPU, the
  * caller's rusage and autogroup) is listed in Documentation/security.rst.
  */
 #include <linux/cgroup.h>
 #include <linux/cred.h>
+#include <linux/iocontext.h>
+#include <linux/ioprio.h>
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
@@ -87,6 +95,14 @@ static void mpp_sched_capture(struct sched_attr *attr)
 #endif
 }
 
+/* The calling thread's own I/O priority, as a thread it creates gets it */
+static int mpp_ioprio_capture(void)
+{
+	struct io_context *ioc = current->io_context;
+
+	return ioc ? READ_ONCE(ioc->ioprio) : IOPRIO_DEFAULT;
+}
+
 /**
  * mpp_identity_init() - capture the calling thread's identity
  * @id: filled in
@@ -94,9 +110,12 @@ static void mpp_sched_capture(struct sched_attr *attr)
  */
 void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm)
 {
+	get_task_struct(current);
+	id->task = current;
 	id->cred = get_current_cred();
 	id->memcg = get_mem_cgroup_from_mm(mm);
 	mpp_sched_capture(&id->sched);
+	id->ioprio = mpp_ioprio_capture();
 #ifdef CONFIG_FAULT_INJECTION
 	id->make_it_fail = current->make_it_fail;
 #endif
@@ -109,9 +128,9 @@ void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm)
  */
 void mpp_identity_destroy(struct mpp_identity *id)
 {
-	if (id->memcg)
-		mem_cgroup_put(id->memcg);
+	mem_cgroup_put(id->memcg);
 	put_cred(id->cred);
+	put_task_struct(id->task);
 }
 
 /* Already in all of the caller's cgroups (both in the root ones, say)? */
@@ -132,9 +151,9 @@ static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
  * charges, checks every level, and records a rejection in pids.events), and
  * give the charge back at once: the attach that follows charges for real.
  * Both callbacks read only cset->subsys[pids_cgrp_id] of the css_set they
- * are given, the caller's own here, held by RCU.
+ * are given, @caller's own, held by RCU.
  */
-static int mpp_pids_check(void)
+static int mpp_pids_check(struct task_struct *caller)
 {
 #ifdef CONFIG_CGROUP_PIDS
 	struct cgroup_subsys_state *css;
@@ -142,7 +161,7 @@ static int mpp_pids_check(void)
 	int ret;
 
 	rcu_read_lock();
-	cset = task_css_set(current);
+	cset = task_css_set(caller);
 	css = cset->subsys[pids_cgrp_id];
 	ret = css->ss->can_fork(current, cset);
 	if (!ret)
@@ -176,7 +195,7 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 #endif
 	if (mpp_same_cgroups(current, task))
 		return 0;
-	ret = mpp_pids_check();
+	ret = mpp_pids_check(current);
 	if (ret)
 		return ret;
 	return cgroup_attach_task_all(current, task);
@@ -219,9 +238,78 @@ bool mpp_identity_disowned(void)
 void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved)
 {
+	/*
+	 * Set by itself, with its own credentials: the caller's would not be
+	 * allowed to set a root thread's. It stays until its next call sets
+	 * the next caller's, as its scheduling attributes do; the set can fail
+	 * only for memory for its first I/O context, when it has the default.
+	 */
+	set_task_ioprio(current, id->ioprio);
 	kthread_use_mm(mm);
 	saved->cred = override_creds(id->cred);
 	saved->memcg = set_active_memcg(id->memcg);
+	saved->followed = NULL;
+}
+
+/*
+ * Into the cgroups @caller is in now, where the pids controller has room,
+ * with its CPUs of those the worker had: a cpuset attach resets them.
+ */
+static int mpp_follow_cgroups(struct task_struct *caller)
+{
+	cpumask_var_t cpus;
+	int ret;
+
+	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
+		return -ENOMEM;
+	cpumask_copy(cpus, current->cpus_ptr);
+	ret = mpp_pids_check(caller);
+	if (!ret)
+		ret = cgroup_attach_task_all(caller, current);
+	if (!ret && cpumask_and(cpus, cpus, caller->cpus_ptr))
+		set_cpus_allowed_ptr(current, cpus);
+	free_cpumask_var(cpus);
+	return ret;
+}
+
+/**
+ * mpp_identity_follow() - a worker takes on what its caller changed since
+ * @id: the caller's identity
+ * @mm: the caller's mm
+ * @saved: what mpp_identity_enter() saved
+ *
+ * Between chunks, the credentials and cgroups of the thread that called as
+ * they are now, as that thread's own next fault would have them: a VMM
+ * that drops privileges, or that an administrator moves to another cgroup,
+ * while a background request runs has the rest of it faulted as it is now.
+ *
+ * Return: 0, or the errno of joining the caller's new cgroups (-EAGAIN at
+ * their pids limit): then the worker stops working for the call, which the
+ * caller or the other workers finish.
+ */
+int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
+			struct mpp_identity_saved *saved)
+{
+	const struct cred *cred = get_task_cred(id->task);
+	struct mem_cgroup *memcg;
+	int ret = 0;
+
+	if (cred != current_cred()) {
+		revert_creds(saved->cred);
+		saved->cred = override_creds(cred);
+	}
+	put_cred(cred);
+
+	if (!mpp_same_cgroups(id->task, current))
+		ret = mpp_follow_cgroups(id->task);
+	/* Its kernel memory goes where the mm's pages now go */
+	memcg = get_mem_cgroup_from_mm(mm);
+	if (memcg != (saved->followed ?: id->memcg)) {
+		set_active_memcg(memcg);
+		swap(memcg, saved->followed);
+	}
+	mem_cgroup_put(memcg);
+	return ret;
 }
 
 /**
@@ -233,6 +321,7 @@ void mpp_identity_leave(struct mm_struct *mm,
 			struct mpp_identity_saved *saved)
 {
 	set_active_memcg(saved->memcg);
+	mem_cgroup_put(saved->followed);
 	revert_creds(saved->cred);
 	kthread_unuse_mm(mm);
 }

@@ -27,12 +27,10 @@
 #include <linux/compiler_types.h>
 #include <uapi/linux/sched/types.h>
 
-struct cgroup_subsys_state;
 struct cred;
 struct eventfd_ctx;
 struct mpp_pool;
 struct mpp_thread;
-struct css_set;
 struct mem_cgroup;
 struct mm_struct;
 struct task_struct;
@@ -59,32 +57,37 @@ struct vm_area_struct;
 
 /**
  * struct mpp_identity - what makes a worker's faults the caller's own
- * @cred: the caller's credentials, for capable() and fsuid checks
+ * @task: the thread that called, whose credentials and cgroups workers
+ *	follow between chunks (mpp_identity_follow())
+ * @cred: the caller's credentials when it called, for capable() and fsuid
+ *	checks
  * @memcg: the memory cgroup charged for page cache and kernel memory
  * @sched: the caller's scheduling policy, priority, nice and clamps
+ * @ioprio: the caller's I/O priority, IOPRIO_DEFAULT when it set none
  * @make_it_fail: the caller's fault-injection filter
  * @pkru: the caller's protection-key rights (x86), checked on every
  *	mapping a worker faults, as the caller's own fault would
- * @pids: the caller's pids controller state, charged like a fork per
- *	worker attached to the caller's cgroups; NULL when not limited
  */
 struct mpp_identity {
+	struct task_struct *task;
 	const struct cred *cred;
 	struct mem_cgroup *memcg;
 	struct sched_attr sched;
+	int ioprio;
 	int make_it_fail;
 	u32 pkru;
-	struct css_set *pids;
 };
 
 /**
  * struct mpp_identity_saved - a worker's own identity while it is the caller
  * @cred: its own credentials
  * @memcg: its own active memory cgroup
+ * @followed: the caller's memory cgroup it moved to since, or NULL
  */
 struct mpp_identity_saved {
 	const struct cred *cred;
 	struct mem_cgroup *memcg;
+	struct mem_cgroup *followed;
 };
 
 /**
@@ -354,6 +357,8 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task);
 void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
 void mpp_identity_leave(struct mm_struct *mm,
+			struct mpp_identity_saved *saved);
+int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
 void mpp_identity_disown(struct task_struct *task);
 bool mpp_identity_disowned(void);

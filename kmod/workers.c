@@ -64,6 +64,8 @@ static void mpp_worker_fn(void *data)
 		mpp_worker_chunk(w, &chunk);
 		/* Suspend freezes it here, between chunks */
 		try_to_freeze();
+		if (mpp_identity_follow(&req->id, req->mm, &saved))
+			break;
 	}
 	mpp_policy_leave();
 	kfree(w->pol);

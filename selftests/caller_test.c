@@ -33,9 +33,11 @@ struct sampler {
 	volatile bool stop;
 	int most;		/* most workers alive at once */
 	int seen;		/* worker observations */
+	int running;		/* ... of a worker in state R */
 	int mismatched;		/* ... whose policy or nice was not @want */
 	struct worker_stat want;
 	bool check;
+	bool check_ioprio;	/* ... or whose I/O priority was not @want's */
 };
 
 static void *sample(void *arg)
@@ -50,12 +52,17 @@ static void *sample(void *arg)
 			s->most = n;
 		for (int i = 0; i < n && i < 64; i++) {
 			s->seen++;
+			s->running += ws[i].state == 'R';
 			if (s->check && (ws[i].policy != s->want.policy ||
 					 ws[i].nice != s->want.nice))
 				s->mismatched++;
 			if (s->check && s->want.uclamp_min >= 0 &&
 			    (ws[i].uclamp_min != s->want.uclamp_min ||
 			     ws[i].uclamp_max != s->want.uclamp_max))
+				s->mismatched++;
+			/* Faulting: not set up yet, nor idle after the call */
+			if (s->check_ioprio && ws[i].state == 'R' &&
+			    ws[i].ioprio != s->want.ioprio)
 				s->mismatched++;
 		}
 		usleep(1000);
@@ -143,6 +150,71 @@ TEST_F_TIMEOUT(caller, workers_take_callers_scheduling, SLOW)
 		EXPECT_EQ(0, WEXITSTATUS(status))
 			TH_LOG("policy %d nice %d", cases[i].policy,
 			       cases[i].nice);
+	}
+}
+
+/* ioprio_set(2)'s, from the kernel's uapi <linux/ioprio.h> */
+#define IOPRIO_CLASS_SHIFT	13
+#define IOPRIO_CLASS_IDLE	3
+#define IOPRIO_WHO_PROCESS	1
+
+static void *report_ioprio(void *arg)
+{
+	*(int *)arg = task_ioprio(syscall(SYS_gettid));
+	return NULL;
+}
+
+/*
+ * A caller's I/O priority is its workers', as it is a thread's it creates
+ * (the one an `ionice -c3` VMM's page-cache reads are submitted with): an
+ * idle-class caller gets idle-class workers, and a caller that set none
+ * gets workers that report what its own new thread reports, not the idle
+ * class a previous caller left.
+ */
+TEST_F_TIMEOUT(caller, workers_take_callers_ioprio, SLOW)
+{
+	for (int idle = 1; idle >= 0; idle--) {
+		int status;
+		pid_t pid;
+
+		/* No worker of the idle-class caller is seen as the next's */
+		ASSERT_TRUE(workers_gone(30));
+		pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct sampler s = { .check_ioprio = true };
+			size_t len = 256 * MiB;
+			char *p = map_anon_both(len);
+			int fd = open_dev();
+			pthread_t tid;
+
+			if (!p || fd < 0)
+				_exit(10);
+			if (idle && syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS,
+					    0, IOPRIO_CLASS_IDLE <<
+					    IOPRIO_CLASS_SHIFT))
+				_exit(11);
+			/* What a thread of the caller has: the reference */
+			if (pthread_create(&tid, NULL, report_ioprio,
+					   &s.want.ioprio) ||
+			    pthread_join(tid, NULL))
+				_exit(12);
+			if (idle && s.want.ioprio >> IOPRIO_CLASS_SHIFT !=
+				    IOPRIO_CLASS_IDLE)
+				_exit(13);
+			if (pthread_create(&s.tid, NULL, sample, &s))
+				_exit(14);
+			if (populate_sampled(fd, p, len, &s))
+				_exit(15);
+			dprintf(1, "# ioprio %#x: %d observations of a faulting worker, %d not the caller's\n",
+				s.want.ioprio, s.running, s.mismatched);
+			_exit(s.mismatched ? 1 : s.running ? 0 : 2);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status))
+			TH_LOG("idle class %d", idle);
 	}
 }
 

@@ -23,7 +23,8 @@
 #include "worker_helpers.h"
 
 #define SLOW		3600
-#define FILE_LEN	(16 * MiB)
+#define FILE_LEN	(16 * MiB)	/* what wait_on_an_unanswered_read maps */
+#define FILE_SIZE	(64 * MiB)
 #define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
 
 /* The server: answers what a mapped file needs, holds every READ */
@@ -38,6 +39,11 @@ struct server {
 		uint32_t size;
 	} held[64];
 	unsigned int nr_held;
+	struct {
+		uint64_t offset;
+		uint32_t uid;
+	} log[1024];		/* every READ: where, and whose fsuid */
+	unsigned int nr_log;
 };
 
 static void reply(struct server *s, uint64_t unique, int error,
@@ -70,8 +76,8 @@ static void fill_attr(struct fuse_attr *a, uint64_t nodeid)
 		a->mode = S_IFDIR | 0755;
 	} else {
 		a->mode = S_IFREG | 0600;
-		a->size = FILE_LEN;
-		a->blocks = FILE_LEN / 512;
+		a->size = FILE_SIZE;
+		a->blocks = FILE_SIZE / 512;
 	}
 }
 
@@ -155,6 +161,11 @@ static void *serve(void *arg)
 
 			pthread_mutex_lock(&s->lock);
 			s->reads++;
+			if (s->nr_log < 1024) {
+				s->log[s->nr_log].offset = r->offset;
+				s->log[s->nr_log].uid = in->uid;
+				s->nr_log++;
+			}
 			if (s->release || s->nr_held == 64) {
 				reply_zeros(s, in->unique, r->size);
 			} else {
@@ -382,6 +393,85 @@ TEST_F_TIMEOUT(fuse, wait_on_an_unanswered_read, SLOW)
 		close(go[i]);
 		close(done[i]);
 	}
+}
+
+/*
+ * The caller's thread changes its fsuid (a VMM dropping privileges) while
+ * the file's pages are faulted in: by madvise() of the first 16 MiB, then
+ * of the rest; or by a background request of all 64 MiB, whose worker
+ * cannot get past the first READ, held until the change is made. The FUSE server
+ * sees the fsuid of the faulting task in each READ: from 32 MiB on, past
+ * the chunk the worker was in, every READ has the new one.
+ */
+TEST_F_TIMEOUT(fuse, fsuid_changed_while_populating, SLOW)
+{
+	unsigned int old = 0, changed = 0, late_old = 0;
+	int tell[2], status;
+	char path[96], byte;
+	pid_t pid;
+
+	ASSERT_TRUE(workers_gone(30));
+	snprintf(path, sizeof(path), "%s/file", self->dir);
+	ASSERT_EQ(0, pipe(tell));
+	self->s.release = !variant->by_ioctl;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct memprepop_populate req;
+		int fd = open(path, O_RDONLY);
+		int dev = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC), res;
+		char *p;
+
+		if (fd < 0 || dev < 0)
+			_exit(2);
+		p = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+			 fd, 0);
+		if (p == MAP_FAILED)
+			_exit(3);
+		if (!variant->by_ioctl) {
+			if (madvise_populate_write(p, 16 * MiB))
+				_exit(4);
+			syscall(SYS_setfsuid, 1234);
+			_exit(madvise_populate_write(p + 16 * MiB,
+						     FILE_SIZE - 16 * MiB) ?
+			      5 : 0);
+		}
+		if (ioc_populate_workers(dev, p, FILE_SIZE,
+					 MEMPREPOP_F_BACKGROUND, 1, &req))
+			_exit(6);
+		/* Its worker cannot get past the first READ until told */
+		syscall(SYS_setfsuid, 1234);
+		if (write(tell[1], "x", 1) != 1 || bg_wait(dev, 0, &res))
+			_exit(7);
+		_exit(res ? 8 : 0);
+	}
+	if (variant->by_ioctl) {
+		ASSERT_EQ(1, read(tell[0], &byte, 1));
+		release_reads(&self->s);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x", status);
+	pthread_mutex_lock(&self->s.lock);
+	for (unsigned int i = 0; i < self->s.nr_log; i++) {
+		bool late = self->s.log[i].offset >= 32 * MiB;
+
+		if (self->s.log[i].uid == 1234) {
+			changed++;
+		} else {
+			old++;
+			late_old += late;
+		}
+	}
+	pthread_mutex_unlock(&self->s.lock);
+	TH_LOG("%s: %u READs with the old fsuid (%u of them from 32 MiB on), %u with the new",
+	       variant->by_ioctl ? "ioctl" : "madvise", old, late_old,
+	       changed);
+	EXPECT_LE(1, old);
+	EXPECT_EQ(0, late_old);
+	EXPECT_LE(1, changed);
+	close(tell[0]);
+	close(tell[1]);
 }
 
 TEST_HARNESS_MAIN

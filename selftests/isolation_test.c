@@ -404,6 +404,80 @@ TEST_F_TIMEOUT(cg, freeze_during_a_request_like_madvise, 3600)
 	rmdir(frz);
 }
 
+/*
+ * An administrator moves a process to another cgroup while a background
+ * request of its populates 2 GiB: its workers follow it, as its own
+ * threads move with it, each after the chunk it is faulting (tens of
+ * milliseconds here): none is seen in the old cgroup half a second after
+ * the move, and they are seen in the new one.
+ */
+TEST_F_TIMEOUT(cg, background_follows_a_moved_caller, 3600)
+{
+	int tell[2], done[2], status, in_a = 0, in_a_late = 0, in_b = 0;
+	size_t len = 2048 * MiB;
+	char a[160], b[160], buf[32];
+	double moved;
+	pid_t pid;
+
+	RETURN_IF_SKIPPED();
+	snprintf(a, sizeof(a), "%s/a", self->path);
+	snprintf(b, sizeof(b), "%s/b", self->path);
+	ASSERT_EQ(0, mkdir(a, 0755));
+	ASSERT_EQ(0, mkdir(b, 0755));
+	ASSERT_TRUE(workers_gone(30));
+	ASSERT_EQ(0, pipe(tell));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct memprepop_populate req;
+		char *p = map_anon_both(len);
+		int fd = open(MEMPREPOP_DEVICE, O_RDWR), res;
+
+		snprintf(buf, sizeof(buf), "%d", getpid());
+		if (!p || fd < 0 || cg_write(a, "cgroup.procs", buf))
+			_exit(100);
+		if (ioc_populate(fd, p, len, MEMPREPOP_F_BACKGROUND, &req))
+			_exit(101);
+		if (write(tell[1], "x", 1) != 1 || bg_wait(fd, 0, &res) ||
+		    write(done[1], "x", 1) != 1)
+			_exit(102);
+		_exit(-res);
+	}
+	ASSERT_EQ(1, read(tell[0], buf, 1));
+	usleep(100 * 1000);
+	snprintf(buf, sizeof(buf), "%d", pid);
+	ASSERT_EQ(0, cg_write(b, "cgroup.procs", buf));
+	moved = now();
+	while (!readable(done[0], 0) && now() - moved < 120) {
+		struct worker_stat ws[64];
+		int n = scan_workers(ws, 64);
+
+		for (int i = 0; i < n && i < 64; i++) {
+			char cg[512];
+			size_t l;
+
+			task_cgroup(ws[i].tid, cg, sizeof(cg));
+			l = strlen(cg);
+			if (l >= 2 && !strcmp(cg + l - 2, "/a")) {
+				in_a++;
+				in_a_late += now() - moved > 0.5;
+			}
+			in_b += l >= 2 && !strcmp(cg + l - 2, "/b");
+		}
+		usleep(2000);
+	}
+	TH_LOG("after the move: %d worker observations in the old cgroup (%d later than 0.5 s), %d in the new; done after %.3f s",
+	       in_a, in_a_late, in_b, now() - moved);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	EXPECT_EQ(0, in_a_late);
+	EXPECT_LE(1, in_b);
+	EXPECT_TRUE(workers_gone(30));
+	rmdir(a);
+	rmdir(b);
+}
+
 /* A hugetlb cgroup limit: EFAULT like madvise, the pages charged here */
 TEST_F(cg, hugetlb_limit_enforced_and_charged)
 {

@@ -15,10 +15,12 @@
 #include "memprepop_test.h"
 
 struct worker_stat {
+	int tid;
 	int policy;
 	int nice;
 	long uclamp_min;	/* -1: not shown (no CONFIG_UCLAMP_TASK) */
 	long uclamp_max;
+	int ioprio;		/* as ioprio_get(2) reports it */
 	char state;		/* 'I' while it waits idle between calls */
 	int cpu;		/* the CPU it last ran on */
 };
@@ -44,6 +46,12 @@ static inline void read_uclamp(const char *pid, struct worker_stat *ws)
 		return;
 	ws->uclamp_min = attr.sched_util_min;
 	ws->uclamp_max = attr.sched_util_max;
+}
+
+/* A thread's I/O priority, as ioprio_get(IOPRIO_WHO_PROCESS) reports it */
+static inline int task_ioprio(pid_t tid)
+{
+	return syscall(SYS_ioprio_get, 1, tid);
 }
 
 /*
@@ -93,12 +101,36 @@ static inline int scan_workers(struct worker_stat *ws, int max)
 				if (field == 41)
 					ws[n].policy = atoi(s);
 			}
+			ws[n].tid = atoi(e->d_name);
 			read_uclamp(e->d_name, &ws[n]);
+			ws[n].ioprio = task_ioprio(atoi(e->d_name));
 		}
 		n++;
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * The cgroup v2 path of thread @tid, as /proc/TID/cgroup shows it ("/" for
+ * the root), into @buf; "" when it is gone.
+ */
+static inline void task_cgroup(int tid, char *buf, size_t size)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	buf[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(buf, size, "%s", line + 3);
+		}
+	fclose(f);
 }
 
 /* Waits up to @secs for every worker to be gone: true when they are */
