@@ -193,7 +193,8 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 #ifdef CONFIG_FAULT_INJECTION
 	task->make_it_fail = id->make_it_fail;
 #endif
-	if (mpp_same_cgroups(current, task))
+	/* A user worker thread is in its process's cgroups, and moves with it */
+	if (MPP_USER_WORKERS || mpp_same_cgroups(current, task))
 		return 0;
 	ret = mpp_pids_check(current);
 	if (ret)
@@ -213,7 +214,7 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
  */
 void mpp_identity_disown(struct task_struct *task)
 {
-	if (mpp_same_cgroups(&init_task, task))
+	if (MPP_USER_WORKERS || mpp_same_cgroups(&init_task, task))
 		return;
 	/* Out of memory it stays; mpp_identity_disowned() then says so */
 	cgroup_attach_task_all(&init_task, task);
@@ -226,7 +227,7 @@ void mpp_identity_disown(struct task_struct *task)
  */
 bool mpp_identity_disowned(void)
 {
-	return mpp_same_cgroups(&init_task, current);
+	return MPP_USER_WORKERS || mpp_same_cgroups(&init_task, current);
 }
 
 /**
@@ -245,10 +246,17 @@ void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 	 * only for memory for its first I/O context, when it has the default.
 	 */
 	set_task_ioprio(current, id->ioprio);
-	kthread_use_mm(mm);
-	saved->cred = override_creds(id->cred);
-	saved->memcg = set_active_memcg(id->memcg);
 	saved->followed = NULL;
+	/*
+	 * A user worker thread has the caller's mm and memory cgroup already,
+	 * and the credentials of the thread that created it, maybe for an
+	 * earlier call
+	 */
+	saved->cred = override_creds(id->cred);
+	if (MPP_USER_WORKERS)
+		return;
+	kthread_use_mm(mm);
+	saved->memcg = set_active_memcg(id->memcg);
 }
 
 /*
@@ -300,6 +308,9 @@ int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 	}
 	put_cred(cred);
 
+	/* A user worker thread moves with its process by itself */
+	if (MPP_USER_WORKERS)
+		return 0;
 	if (!mpp_same_cgroups(id->task, current))
 		ret = mpp_follow_cgroups(id->task);
 	/* Its kernel memory goes where the mm's pages now go */
@@ -320,9 +331,11 @@ int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 void mpp_identity_leave(struct mm_struct *mm,
 			struct mpp_identity_saved *saved)
 {
+	revert_creds(saved->cred);
+	if (MPP_USER_WORKERS)
+		return;
 	set_active_memcg(saved->memcg);
 	mem_cgroup_put(saved->followed);
-	revert_creds(saved->cred);
 	kthread_unuse_mm(mm);
 }
 

@@ -6,7 +6,11 @@
  *   main.c      the device and its ioctls
  *   populate.c  one populate call, start to end, and the caller's share
  *   workers.c   the per-node workers of a call
- *   pool.c      the kernel threads of a process, bounded and kept
+ *   pool.c      the threads of a process, bounded and kept; their work in
+ *               steps
+ *   kthread.c   workers as kernel threads, or
+ *   vtask.c     workers as user worker threads of the caller (vhost_task):
+ *               one of the two is built in (Kbuild)
  *   policy.c    the plan: which node each part of the range goes to
  *   fault.c     faulting a chunk in, as madvise_populate() does
  *   request.c   the request's bookkeeping: chunks, failures, progress
@@ -30,6 +34,7 @@
 struct cred;
 struct eventfd_ctx;
 struct mpp_pool;
+struct mpp_task;
 struct mpp_thread;
 struct mem_cgroup;
 struct mm_struct;
@@ -148,9 +153,10 @@ struct mpp_segment {
 };
 
 /**
- * struct mpp_worker - one kernel thread working for a request
+ * struct mpp_worker - one thread working for a request
  * @req: the request
  * @thread: the thread
+ * @saved: its own identity while it is the caller's
  * @node: the node whose pages it faults: it runs on that node's CPUs, or,
  *	as a helper, on another node's
  * @pol: its own copy of the request's @task_pol, its task policy
@@ -163,6 +169,7 @@ struct mpp_segment {
 struct mpp_worker {
 	struct mpp_request *req;
 	struct mpp_thread *thread;
+	struct mpp_identity_saved saved;
 	bool working;
 	int node;
 	struct mempolicy *pol;
@@ -301,6 +308,29 @@ bool mpp_populate_orphaned(struct mpp_request *req);
 int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
 		      struct mpp_pool **keep);
 
+/**
+ * struct mpp_work_ops - what a thread does with the work it is given
+ * @begin: in the thread, before its first step
+ * @step: in the thread, one step (a chunk, say): false when it has no more
+ * @end: in the thread, after its last step, or when it is killed between
+ *	steps
+ * @abandon: in any context, for work that was given but never begun (the
+ *	thread's process was killed first)
+ */
+struct mpp_work_ops {
+	void (*begin)(void *arg);
+	bool (*step)(void *arg);
+	void (*end)(void *arg);
+	void (*abandon)(void *arg);
+};
+
+/* What the next step of a thread was: mpp_thread_work() */
+enum mpp_step {
+	MPP_IDLE,
+	MPP_WORKED,
+	MPP_DONE,
+};
+
 /* pool.c */
 unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want);
 void mpp_threads_put(struct mm_struct *mm, unsigned int nr);
@@ -313,8 +343,34 @@ struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
 				     unsigned int index);
 void mpp_thread_discard(struct mpp_thread *t);
 struct task_struct *mpp_thread_task(struct mpp_thread *t);
-void mpp_thread_start(struct mpp_thread *t, void (*fn)(void *arg),
+void mpp_thread_kill(struct mpp_thread *t);
+void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg);
+/* pool.c, for kthread.c and vtask.c */
+enum mpp_step mpp_thread_work(struct mpp_thread *t);
+bool mpp_thread_orphaned(struct mpp_thread *t);
+bool mpp_thread_exit(struct mpp_thread *t);
+void mpp_thread_retire(struct mpp_thread *t);
+void mpp_thread_killed(struct mpp_thread *t);
+void mpp_thread_stop(struct mpp_thread *t);
+
+/*
+ * kthread.c or vtask.c: the kind of thread a worker is. Both: create (in
+ * the caller's context), wake for work, end a wait of its work that only a
+ * fatal signal ends, stop; and what its loop needs.
+ */
+struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
+				 unsigned int index);
+struct task_struct *mpp_task_struct(struct mpp_task *task);
+void mpp_task_wake(struct mpp_task *task);
+void mpp_task_kill(struct mpp_task *task);
+void mpp_task_work_done(void);
+void mpp_task_free(struct mpp_task *task);
+void mpp_task_stop(struct mpp_task *task);
+void mpp_task_stop_async(struct mpp_task *task);
+bool mpp_task_caller_freezing(void);
+int mpp_tasks_init(void);
+void mpp_tasks_exit(void);
 
 /* policy.c */
 int mpp_plan(struct mpp_request *req);

@@ -184,8 +184,9 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 	}
 	args.result = mpp_populate_finish(req,
 					  args.flags & MEMPREPOP_WAIT_NOHANG);
-	if (args.result == -EAGAIN) {
-		ret = -EAGAIN;
+	/* Not done yet, or to be frozen first (then the wait starts again) */
+	if (args.result == -EAGAIN || args.result == -ERESTARTNOINTR) {
+		ret = args.result;
 		goto out_unlock;
 	}
 	if (args.result == -EINTR && fatal_signal_pending(current)) {
@@ -282,12 +283,24 @@ static struct miscdevice memprepop_misc = {
 
 static int __init memprepop_init(void)
 {
-	return misc_register(&memprepop_misc);
+	int ret = mpp_tasks_init();
+
+	if (ret)
+		return ret;
+	ret = misc_register(&memprepop_misc);
+	if (ret)
+		goto out_tasks_exit;
+	return 0;
+
+out_tasks_exit:
+	mpp_tasks_exit();
+	return ret;
 }
 
 static void __exit memprepop_exit(void)
 {
 	misc_deregister(&memprepop_misc);
+	mpp_tasks_exit();
 }
 
 module_init(memprepop_init);

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: the kernel threads that work for a process, bounded, and kept
- * between calls.
+ * memprepop: the threads that work for a process, bounded, and kept between
+ * calls. What kind of thread they are (a kernel thread, or a user worker
+ * thread of the process) is the business of kthread.c or vtask.c, one of
+ * which is built in (struct mpp_task); this file only counts, keeps and
+ * hands out threads, and runs their work in steps.
  *
- * Kernel threads are a shared resource, so they are bounded: at most one
+ * Threads are a shared resource, so they are bounded: at most one
  * per online CPU for one process (all its files and concurrent calls, idle
  * threads included), and at most max_threads in the whole system.
  *
- * Creating a thread, attaching it to the caller's cgroups (a system-wide
- * lock) and placing it costs more than a small populate call. So the
+ * Creating a thread and placing it costs more than a small populate call. So the
  * threads that work for a process through a file it opened stay, idle,
  * once their call is done, and serve its next calls from any of its files:
  * the model of vhost's workers, which live with the device's owner. They
@@ -17,16 +19,10 @@
  * they never outlive it in its cgroups. A call from another process, on a
  * file passed to it, gets threads of its own that go when it is done.
  */
-#include <linux/freezer.h>
 #include <linux/hashtable.h>
-#include <linux/jiffies.h>
-#include <linux/kthread.h>
-#include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/oom.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
 
 #include "internal.h"
@@ -40,9 +36,6 @@ static bool keep_workers = true;
 module_param(keep_workers, bool, 0644);
 MODULE_PARM_DESC(keep_workers,
 		 "Keep a process's workers between its calls (default: yes)");
-
-/* How often an idle thread looks whether its process is still there */
-#define MPP_IDLE_CHECK	HZ
 
 /**
  * struct mpp_pool - the threads of one process (one mm)
@@ -63,28 +56,35 @@ struct mpp_pool {
 /**
  * struct mpp_thread - a worker thread
  * @node: in &mpp_pool.idle while it is idle and kept
- * @task: the thread
+ * @task: the thread, as kthread.c or vtask.c made it
  * @pool: the pool it counts in
  * @nid: the node it was created on
  * @kept: it stays, idle, once its work is done
  * @idle: it is on @pool's idle list
- * @started: it was woken once: it holds a module reference
- * @stopping: taken off @pool's idle list to be stopped: its stopper frees it
- * @fn: its work, called with @arg
- * @arg: set, with @fn, before it is woken; NULL while it has none
+ * @started: it was given work once
+ * @stopping: whoever set it stops the thread (mpp_task_stop()) and frees
+ *	it; otherwise the thread frees itself as it exits
+ * @ops: its work, done with @arg
+ * @arg: set, with @ops, before it is woken; NULL while it has none, and
+ *	MPP_THREAD_DEAD once it can take none (a killed user worker)
+ * @begun: @ops->begin() was called for @arg, in the thread
  */
 struct mpp_thread {
 	struct list_head node;
-	struct task_struct *task;
+	struct mpp_task *task;
 	struct mpp_pool *pool;
 	int nid;
 	bool kept;
 	bool idle;
 	bool started;
 	bool stopping;
-	void (*fn)(void *arg);
+	const struct mpp_work_ops *ops;
 	void *arg;
+	bool begun;
 };
+
+/* What a killed thread's @arg becomes: no work can be given to it */
+#define MPP_THREAD_DEAD	((void *)1)
 
 static DEFINE_SPINLOCK(mpp_threads_lock);
 static DEFINE_HASHTABLE(mpp_pools, 6);
@@ -177,16 +177,34 @@ static void mpp_slots_reclaim(struct mpp_pool *pool, unsigned int nr,
 	}
 }
 
+static void mpp_pool_threads_put(struct mpp_pool *pool, unsigned int nr);
+
+/* A thread that is gone: its slot back, and it freed */
+static void mpp_thread_free(struct mpp_thread *t)
+{
+	mpp_pool_threads_put(t->pool, 1);
+	kfree(t);
+}
+
+/**
+ * mpp_thread_stop() - stop a thread whose @stopping its caller set
+ * @t: the thread, on no list
+ *
+ * Returns once it is gone, its slot given back and it freed.
+ */
+void mpp_thread_stop(struct mpp_thread *t)
+{
+	mpp_task_stop(t->task);
+	mpp_thread_free(t);
+}
+
 /* Stop the threads on @list, taken off their idle lists: their slots free */
 static void mpp_threads_stop(struct list_head *list)
 {
 	struct mpp_thread *t, *tmp;
 
-	list_for_each_entry_safe(t, tmp, list, node) {
-		kthread_stop(t->task);
-		put_task_struct(t->task);
-		kfree(t);
-	}
+	list_for_each_entry_safe(t, tmp, list, node)
+		mpp_thread_stop(t);
 }
 
 /**
@@ -343,10 +361,10 @@ static bool mpp_pool_orphaned(struct mpp_pool *pool)
 }
 
 /*
- * After its work: back on the idle list, or false when it is to exit, its
+ * After its work: back on the idle list, or false when it is to go, its
  * pool not kept any more, its process gone, or the thread still in the
- * caller's cgroups (it could not leave them: an idle thread never stays
- * in a cgroup that may be frozen, which a kernel thread would hold up).
+ * caller's cgroups (it could not leave them: an idle kernel thread never
+ * stays in a cgroup that may be frozen, which it would hold up).
  */
 static bool mpp_thread_rest(struct mpp_thread *t)
 {
@@ -365,11 +383,16 @@ static bool mpp_thread_rest(struct mpp_thread *t)
 	return rest;
 }
 
-/*
- * Idle, and its process gone: off the idle list, unless it was taken off
- * for work or to be stopped.
+/**
+ * mpp_thread_orphaned() - is an idle thread's process gone?
+ * @t: the thread, in its own context, idle
+ *
+ * Then it is taken off the idle list, unless it was taken off for work or
+ * to be stopped, and is to exit.
+ *
+ * Return: true when it is to exit.
  */
-static bool mpp_thread_leave(struct mpp_thread *t)
+bool mpp_thread_orphaned(struct mpp_thread *t)
 {
 	bool leave = false;
 
@@ -384,68 +407,121 @@ static bool mpp_thread_leave(struct mpp_thread *t)
 }
 
 /*
- * Whatever SIGKILL mpp_kill() sent it for its last work. A kernel thread's
- * SIGKILL has no queue entry, only its bit; anything else pending stays so
- * (recalc_sigpending()). Its own sighand is stable: it never execs.
+ * @arg's work is over for this thread: ended where it began, then taken
+ * away, so that the thread can take the next.
  */
-static void mpp_thread_forget_kill(void)
+static void mpp_thread_end(struct mpp_thread *t, void *arg)
 {
-	struct sighand_struct *sighand =
-		rcu_dereference_protected(current->sighand, true);
-
-	spin_lock_irq(&sighand->siglock);
-	sigdelset(&current->pending.signal, SIGKILL);
-	recalc_sigpending();
-	spin_unlock_irq(&sighand->siglock);
-}
-
-static int mpp_thread_fn(void *data)
-{
-	struct mpp_thread *t = data;
-	struct mpp_pool *pool = t->pool;
-	bool stopping;
-
-	/* SIGKILL ends its killable waits (mpp_kill()); nothing else does */
-	allow_signal(SIGKILL);
-	/* Frozen for suspend while it sleeps, and between chunks */
-	set_freezable();
-	for (;;) {
-		void *arg;
-
-		set_current_state(TASK_IDLE | TASK_FREEZABLE);
-		/* Pairs with mpp_thread_start(): @fn and the work it reads */
-		arg = smp_load_acquire(&t->arg);
-		if (arg) {
-			__set_current_state(TASK_RUNNING);
-			t->fn(arg);
-			WRITE_ONCE(t->arg, NULL);
-			mpp_thread_forget_kill();
-			if (!mpp_thread_rest(t))
-				break;
-			continue;
-		}
-		if (kthread_should_stop())
-			break;
-		if (!schedule_timeout(MPP_IDLE_CHECK) && mpp_thread_leave(t))
-			break;
-	}
-	__set_current_state(TASK_RUNNING);
-
-	stopping = t->stopping;
-	mpp_pool_threads_put(pool, 1);
-	if (!stopping) {
-		put_task_struct(t->task);
-		kfree(t);
-	}
-	module_put_and_kthread_exit(0);
+	if (t->begun)
+		t->ops->end(arg);
+	else
+		t->ops->abandon(arg);
+	t->begun = false;
 }
 
 /**
- * mpp_thread_create() - a new worker thread, not yet running
+ * mpp_thread_work() - the next step of a thread's work
+ * @t: the thread, in its own context, from its loop (kthread.c, vtask.c)
+ *
+ * Begins the work mpp_thread_start() gave, does one step of it, and once
+ * it has no more, ends it and rests.
+ *
+ * Return: %MPP_IDLE without work (the state the loop set is kept, to
+ * sleep in), %MPP_WORKED after a step (running), or %MPP_DONE when its
+ * work is over and it is not kept: it is to go.
+ */
+enum mpp_step mpp_thread_work(struct mpp_thread *t)
+{
+	/* Pairs with mpp_thread_start(): @ops and the work it reads */
+	void *arg = smp_load_acquire(&t->arg);
+
+	if (!arg || arg == MPP_THREAD_DEAD)
+		return MPP_IDLE;
+	__set_current_state(TASK_RUNNING);
+	if (!t->begun) {
+		t->begun = true;
+		t->ops->begin(arg);
+	}
+	if (t->ops->step(arg))
+		return MPP_WORKED;
+	mpp_thread_end(t, arg);
+	WRITE_ONCE(t->arg, NULL);
+	mpp_task_work_done();
+	return mpp_thread_rest(t) ? MPP_WORKED : MPP_DONE;
+}
+
+/**
+ * mpp_thread_exit() - a thread leaves on its own
+ * @t: the thread, in its own context, after mpp_thread_work() said
+ *	%MPP_DONE, mpp_thread_orphaned() true, or its stop was asked for
+ *
+ * Return: true when it freed @t; false when a stopper will.
+ */
+bool mpp_thread_exit(struct mpp_thread *t)
+{
+	if (READ_ONCE(t->stopping))
+		return false;
+	mpp_task_free(t->task);
+	mpp_thread_free(t);
+	return true;
+}
+
+/**
+ * mpp_thread_retire() - a thread that cannot exit by itself is done
+ * @t: the thread, in its own context, after mpp_thread_work() said
+ *	%MPP_DONE
+ *
+ * A user worker thread is stopped by another (vtask.c): that is asked for
+ * here, once.
+ */
+void mpp_thread_retire(struct mpp_thread *t)
+{
+	bool stop;
+
+	spin_lock(&mpp_threads_lock);
+	stop = !t->stopping;
+	t->stopping = true;
+	spin_unlock(&mpp_threads_lock);
+	if (stop)
+		mpp_task_stop_async(t->task);
+}
+
+/**
+ * mpp_thread_killed() - a thread's process killed it
+ * @t: the thread, in its own context, about to exit (a user worker thread
+ *	of a process that exits or execs)
+ *
+ * The work it had, begun or not, is ended, and no more can be given to it.
+ * It is stopped by another, once: here when it was idle or had work; by
+ * mpp_thread_start() when it was taken for work not yet given, which then
+ * finds it dead; by mpp_thread_retire() already when it was done.
+ */
+void mpp_thread_killed(struct mpp_thread *t)
+{
+	void *arg = xchg(&t->arg, MPP_THREAD_DEAD);
+	bool retire = arg;
+
+	if (arg)
+		mpp_thread_end(t, arg);
+	spin_lock(&mpp_threads_lock);
+	if (t->idle) {
+		list_del(&t->node);
+		t->idle = false;
+		retire = true;
+	}
+	spin_unlock(&mpp_threads_lock);
+	if (retire)
+		mpp_thread_retire(t);
+}
+
+/**
+ * mpp_thread_create() - a new worker thread, without work
  * @mm: the mm a slot was taken for with mpp_threads_get()
  * @pool: the pool mpp_pool_keep() gave, for a thread that stays, or NULL
  * @nid: its node
  * @index: its index there, for its name
+ *
+ * In the caller's context: a user worker thread is one of the caller's.
  *
  * Return: the thread, using the slot, or NULL (the slot given back).
  */
@@ -453,7 +529,7 @@ struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
 				     struct mpp_pool *pool, int nid,
 				     unsigned int index)
 {
-	struct task_struct *task;
+	struct mpp_task *task;
 	struct mpp_thread *t;
 
 	t = kzalloc(sizeof(*t), GFP_KERNEL);
@@ -464,19 +540,9 @@ struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
 	spin_unlock(&mpp_threads_lock);
 	t->kept = pool == t->pool;
 	t->nid = nid;
-	task = kthread_create_on_node(mpp_thread_fn, t, nid, "memprepop/%d:%u",
-				      nid, index);
+	task = mpp_task_create(t, nid, index);
 	if (IS_ERR(task))
 		goto out_free;
-	/*
-	 * Never an OOM victim: a memory.oom.group kill of the caller's
-	 * cgroup, where the thread works, would otherwise mark it one, and a
-	 * kernel thread never clears that mark (suspend then cannot freeze).
-	 * The caller's own processes are the ones to kill; its workers stop
-	 * with them.
-	 */
-	task->signal->oom_score_adj = OOM_SCORE_ADJ_MIN;
-	get_task_struct(task);
 	t->task = task;
 	return t;
 
@@ -502,11 +568,8 @@ void mpp_thread_discard(struct mpp_thread *t)
 		spin_unlock(&mpp_threads_lock);
 		return;
 	}
-	/* Never woken, it exits without running mpp_thread_fn() */
-	kthread_stop(t->task);
-	put_task_struct(t->task);
-	mpp_pool_threads_put(t->pool, 1);
-	kfree(t);
+	t->stopping = true;
+	mpp_thread_stop(t);
 }
 
 /**
@@ -552,24 +615,38 @@ unsigned int mpp_pool_idle(struct mpp_pool *pool)
 /* The task of @t, to make it the caller's before it starts */
 struct task_struct *mpp_thread_task(struct mpp_thread *t)
 {
-	return t->task;
+	return mpp_task_struct(t->task);
+}
+
+/**
+ * mpp_thread_kill() - end the waits of @t's work that only a fatal signal
+ * ends
+ * @t: a thread at work
+ */
+void mpp_thread_kill(struct mpp_thread *t)
+{
+	mpp_task_kill(t->task);
 }
 
 /**
  * mpp_thread_start() - give @t its work and wake it
  * @t: a thread from mpp_thread_create() or mpp_pool_take()
- * @fn: the work
+ * @ops: the work
  * @arg: its argument, not NULL
+ *
+ * A thread killed meanwhile (its process exits) cannot take it: the work
+ * is abandoned here instead.
  */
-void mpp_thread_start(struct mpp_thread *t, void (*fn)(void *arg),
+void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg)
 {
-	if (!t->started) {
-		t->started = true;
-		__module_get(THIS_MODULE);
-	}
-	t->fn = fn;
+	t->started = true;
+	t->ops = ops;
 	/* Pairs with the thread's smp_load_acquire(), which may not sleep */
-	smp_store_release(&t->arg, arg);
-	wake_up_process(t->task);
+	if (cmpxchg_release(&t->arg, NULL, arg) == MPP_THREAD_DEAD) {
+		ops->abandon(arg);
+		mpp_thread_retire(t);
+		return;
+	}
+	mpp_task_wake(t->task);
 }

@@ -12,6 +12,7 @@
  * own references, stop within a batch and go away on their own.
  */
 #include <linux/bitmap.h>
+#include <linux/errno.h>
 #include <linux/eventfd.h>
 #include <linux/jiffies.h>
 #include <linux/mm.h>
@@ -31,7 +32,8 @@
  * @control and a cancel is read from it.
  *
  * Returns 0, -EINTR when the caller was killed (the workers are then not
- * waited for), or with @nowait -EAGAIN when only workers have work left.
+ * waited for), -ERESTARTNOINTR when it is being frozen with its workers,
+ * or with @nowait -EAGAIN when only workers have work left.
  */
 static int mpp_caller_work(struct mpp_request *req, bool nowait)
 {
@@ -50,6 +52,8 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			mpp_chunk_finish(req, &chunk, reached, ret);
 			if (fatal_signal_pending(current))
 				return -EINTR;
+			if (mpp_task_caller_freezing())
+				return -ERESTARTNOINTR;
 			continue;
 		}
 		/* What only the caller may fault is all done or taken */
@@ -63,6 +67,8 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 						  mpp_has_handoff(req), tick);
 		if (ret < 0)
 			return -EINTR;
+		if (mpp_task_caller_freezing())
+			return -ERESTARTNOINTR;
 		mpp_control_sync(req, true);
 	}
 }
@@ -191,7 +197,10 @@ static int mpp_args_put(struct mpp_request *req)
  * counts and @control.
  *
  * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE;
- * with @nowait, -EAGAIN when workers are still at work, nothing written.
+ * with @nowait, -EAGAIN when workers are still at work, nothing written;
+ * -ERESTARTNOINTR, nothing written, when the caller is to be frozen: a
+ * call is cancelled, to start again once thawed, a background request
+ * goes on.
  */
 int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
@@ -202,6 +211,11 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
 	ret = mpp_caller_work(req, nowait);
 	if (ret == -EAGAIN)
 		return ret;
+	if (ret == -ERESTARTNOINTR) {
+		if (!(req->flags & MEMPREPOP_F_BACKGROUND))
+			mpp_cancel(req);
+		return ret;
+	}
 	if (ret) {
 		/* Killed: the workers stop on their own, not waited for */
 		mpp_kill(req);

@@ -169,8 +169,7 @@ void mpp_kill(struct mpp_request *req)
 	WRITE_ONCE(req->killed, true);
 	for (i = 0; i < req->nr_workers; i++)
 		if (req->workers[i].working)
-			send_sig(SIGKILL,
-				 mpp_thread_task(req->workers[i].thread), 1);
+			mpp_thread_kill(req->workers[i].thread);
 	spin_unlock(&req->lock);
 }
 

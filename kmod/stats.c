@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: module-wide counters, in /sys/class/misc/memprepop/stats/.
+ * memprepop: module-wide counters, in /sys/class/misc/memprepop/stats/,
+ * and what the workers are, in /sys/class/misc/memprepop/workers.
  */
 #include <linux/atomic.h>
 #include <linux/device.h>
@@ -60,7 +61,26 @@ static const struct attribute_group mpp_stats_group = {
 	.attrs = mpp_stats_attrs,
 };
 
+/* "vhost_task": the caller's own threads (vtask.c); "kthread": kthread.c */
+static ssize_t workers_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  MPP_USER_WORKERS ? "vhost_task" : "kthread");
+}
+static DEVICE_ATTR_RO(workers);
+
+static struct attribute *mpp_device_attrs[] = {
+	&dev_attr_workers.attr,
+	NULL,
+};
+
+static const struct attribute_group mpp_device_group = {
+	.attrs = mpp_device_attrs,
+};
+
 const struct attribute_group *memprepop_stats_groups[] = {
 	&mpp_stats_group,
+	&mpp_device_group,
 	NULL,
 };

@@ -16,7 +16,6 @@
  * madvise() would.
  */
 #include <linux/cpumask.h>
-#include <linux/freezer.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -50,29 +49,38 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 	mmput_async(req->mm);
 }
 
-/* A worker's work, in its thread: chunks of the request until none is left */
-static void mpp_worker_fn(void *data)
+/* A worker's work, in its thread: first the caller's identity and policy */
+static void mpp_worker_begin(void *data)
 {
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
-	struct mpp_identity_saved saved;
+
+	mpp_identity_enter(&req->id, req->mm, &w->saved);
+	mpp_policy_enter(w->pol);
+}
+
+/*
+ * Then a chunk a step, until none is left; between steps its thread's loop
+ * lets it be frozen, and it takes on what its caller changed since.
+ */
+static bool mpp_worker_step(void *data)
+{
+	struct mpp_worker *w = data;
+	struct mpp_request *req = w->req;
 	struct mpp_chunk chunk;
 
-	mpp_identity_enter(&req->id, req->mm, &saved);
-	mpp_policy_enter(w->pol);
-	while (mpp_claim(req, w->node, &w->next_seg, &chunk)) {
-		mpp_worker_chunk(w, &chunk);
-		/* Suspend freezes it here, between chunks */
-		try_to_freeze();
-		if (mpp_identity_follow(&req->id, req->mm, &saved))
-			break;
-	}
-	mpp_policy_leave();
-	kfree(w->pol);
-	mpp_identity_leave(req->mm, &saved);
-	/* Out of the caller's cgroups before the call can end */
-	mpp_identity_disown(current);
+	if (!mpp_claim(req, w->node, &w->next_seg, &chunk))
+		return false;
+	mpp_worker_chunk(w, &chunk);
+	return !mpp_identity_follow(&req->id, req->mm, &w->saved);
+}
 
+/* The request is told that this worker is done with it */
+static void mpp_worker_done(struct mpp_worker *w)
+{
+	struct mpp_request *req = w->req;
+
+	kfree(w->pol);
 	/* mpp_kill() signals its thread no more: it may go to other work */
 	spin_lock(&req->lock);
 	w->working = false;
@@ -82,6 +90,30 @@ static void mpp_worker_fn(void *data)
 		mpp_notify(req);
 	mpp_request_put(req);
 }
+
+/* And itself again, out of the caller's cgroups before the call can end */
+static void mpp_worker_end(void *data)
+{
+	struct mpp_worker *w = data;
+
+	mpp_policy_leave();
+	mpp_identity_leave(w->req->mm, &w->saved);
+	mpp_identity_disown(current);
+	mpp_worker_done(w);
+}
+
+/* Its thread was killed before it began */
+static void mpp_worker_abandon(void *data)
+{
+	mpp_worker_done(data);
+}
+
+static const struct mpp_work_ops mpp_worker_ops = {
+	.begin = mpp_worker_begin,
+	.step = mpp_worker_step,
+	.end = mpp_worker_end,
+	.abandon = mpp_worker_abandon,
+};
 
 /* The node nearest to @node among those with a non-zero @count */
 static int mpp_nearest(int node, const unsigned int *count)
@@ -439,7 +471,7 @@ int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
 	atomic_set(&req->active, created);
 	for (i = 0; i < created; i++) {
 		kref_get(&req->ref);
-		mpp_thread_start(req->workers[i].thread, mpp_worker_fn,
+		mpp_thread_start(req->workers[i].thread, &mpp_worker_ops,
 				 &req->workers[i]);
 	}
 
