@@ -44,9 +44,14 @@ static void *sample(void *arg)
 {
 	struct sampler *s = arg;
 	struct worker_stat ws[64];
+	int running[64], nr_running = 0;
 
 	while (!s->stop) {
-		int n = scan_workers(ws, 64);
+		int n = scan_workers(ws, 64), was_running = nr_running;
+		int ran[64];
+
+		memcpy(ran, running, sizeof(ran));
+		nr_running = 0;
 
 		if (n > s->most)
 			s->most = n;
@@ -60,10 +65,18 @@ static void *sample(void *arg)
 			    (ws[i].uclamp_min != s->want.uclamp_min ||
 			     ws[i].uclamp_max != s->want.uclamp_max))
 				s->mismatched++;
-			/* Faulting: not set up yet, nor idle after the call */
-			if (s->check_ioprio && ws[i].state == 'R' &&
-			    ws[i].ioprio != s->want.ioprio)
-				s->mismatched++;
+			/*
+			 * Faulting, and already at the last sample: not in the
+			 * microseconds after it is woken, before it sets its
+			 * I/O priority, nor idle after the call
+			 */
+			if (ws[i].state != 'R')
+				continue;
+			running[nr_running++] = ws[i].tid;
+			for (int j = 0; s->check_ioprio && j < was_running; j++)
+				if (ran[j] == ws[i].tid &&
+				    ws[i].ioprio != s->want.ioprio)
+					s->mismatched++;
 		}
 		usleep(1000);
 	}

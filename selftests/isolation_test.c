@@ -47,13 +47,37 @@ FIXTURE_TEARDOWN(cg)
 
 #define RETURN_IF_SKIPPED() do { if (_metadata->skip) return; } while (0)
 
-/* The workers' CPU time shows up in the caller's cgroup */
+/* utime + stime of this process, in clock ticks, from /proc/self/stat */
+static long stat_ticks(void)
+{
+	char buf[1024], *s;
+	long ut = 0, st = 0;
+	int field = 2;
+
+	if (read_file("/proc/self/stat", buf, sizeof(buf)) <= 0)
+		return -1;
+	s = strrchr(buf, ')');
+	for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
+		field++;
+		if (field == 14)
+			ut = atol(s);
+		if (field == 15)
+			st = atol(s);
+	}
+	return ut + st;
+}
+
+/*
+ * The workers' CPU time shows up in the caller's cgroup; and when they are
+ * its threads, in its own getrusage() and /proc/self/stat, as its
+ * pthreads' does
+ */
 TEST_F(cg, cpu_time_in_callers_cgroup)
 {
 	size_t len = 256 * MiB;
 	struct memprepop_populate req;
+	long before, after, own_usec, ticks0, ticks1, stat_usec;
 	struct rusage r0, r1;
-	long before, after, own_usec;
 	char *p = map_anon(len);
 
 	RETURN_IF_SKIPPED();
@@ -61,19 +85,31 @@ TEST_F(cg, cpu_time_in_callers_cgroup)
 	ASSERT_EQ(0, bind_both(p, len));
 	before = cg_read(self->path, "cpu.stat", "usage_usec");
 	getrusage(RUSAGE_SELF, &r0);
+	ticks0 = stat_ticks();
 	ASSERT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
+	ticks1 = stat_ticks();
 	getrusage(RUSAGE_SELF, &r1);
 	after = cg_read(self->path, "cpu.stat", "usage_usec");
 	own_usec = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec +
 		    r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000L +
 		   r1.ru_utime.tv_usec - r0.ru_utime.tv_usec +
 		   r1.ru_stime.tv_usec - r0.ru_stime.tv_usec;
-	TH_LOG("%u workers, %llu us; cgroup +%ld us, caller itself %ld us",
+	stat_usec = (ticks1 - ticks0) * 1000000L / sysconf(_SC_CLK_TCK);
+	TH_LOG("%u workers, %llu us; cgroup +%ld us, caller itself %ld us (rusage), %ld us (/proc/self/stat)",
 	       req.workers, (unsigned long long)req.nsecs / 1000,
-	       after - before, own_usec);
+	       after - before, own_usec, stat_usec);
 	EXPECT_LE(2, req.workers);
-	/* The workers were busy for most of the call, on the cgroup's clock */
-	EXPECT_LT((long)(req.nsecs / 1000) / 2, after - before - own_usec);
+	/*
+	 * The workers were busy for most of the call, on the cgroup's clock;
+	 * and on the caller's own, when they are its threads
+	 */
+	if (workers_are_threads()) {
+		EXPECT_LT((long)(req.nsecs / 1000), own_usec);
+		EXPECT_LT((long)(req.nsecs / 1000), stat_usec);
+	} else {
+		EXPECT_LT((long)(req.nsecs / 1000) / 2,
+			  after - before - own_usec);
+	}
 	munmap(p, len);
 }
 
@@ -271,7 +307,7 @@ static double cg_freeze_wait(const char *cg, const char *val, double limit)
 	return now() - t0;
 }
 
-enum frz_how { FRZ_MADVISE, FRZ_IOCTL, FRZ_IDLE };
+enum frz_how { FRZ_MADVISE, FRZ_IOCTL, FRZ_IDLE, FRZ_BACKGROUND };
 
 struct frz_child {
 	int fd;
@@ -286,8 +322,18 @@ static void *frz_populate(void *arg)
 	struct frz_child *c = arg;
 	struct memprepop_populate req;
 
-	c->ret = c->how == FRZ_MADVISE ? madvise_populate_write(c->p, c->len) :
-		 ioc_populate(c->fd, c->p, c->len, 0, &req);
+	int res;
+
+	if (c->how == FRZ_MADVISE) {
+		c->ret = madvise_populate_write(c->p, c->len);
+	} else if (c->how == FRZ_BACKGROUND) {
+		c->ret = ioc_populate(c->fd, c->p, c->len,
+				      MEMPREPOP_F_BACKGROUND, &req);
+		if (!c->ret)
+			c->ret = bg_wait(c->fd, 0, &res) ?: res;
+	} else {
+		c->ret = ioc_populate(c->fd, c->p, c->len, 0, &req);
+	}
 	return NULL;
 }
 
@@ -400,6 +446,53 @@ TEST_F_TIMEOUT(cg, freeze_during_a_request_like_madvise, 3600)
 	TH_LOG("1 GiB: frozen after %.3f s (madvise) and %.3f s (ioctl)",
 	       took[FRZ_MADVISE], took[FRZ_IOCTL]);
 	EXPECT_GE(took[FRZ_MADVISE] + 1.0, took[FRZ_IOCTL]);
+	EXPECT_TRUE(workers_gone(30));
+	rmdir(frz);
+}
+
+/*
+ * Freezing a cgroup while a background request of its process populates
+ * 1 GiB, a thread of it waiting with MEMPREPOP_IOC_WAIT: when the workers
+ * are the caller's own threads, they are frozen between chunks and the
+ * freeze completes within a second, mid-request (the process has less
+ * than the range resident while frozen); thawed, the request completes.
+ * Kernel threads cannot be frozen by a cgroup, and 6.1 does not count the
+ * cgroup again when they leave it: there the freeze only completes after a
+ * thaw (Documentation/security.rst).
+ */
+TEST_F_TIMEOUT(cg, freeze_during_a_background_request, 3600)
+{
+	size_t len = 1024 * MiB;
+	int tell[2], go[2], status;
+	char frz[160], status_path[64];
+	long rss_kb;
+	double t;
+	pid_t pid;
+
+	RETURN_IF_SKIPPED();
+	if (!workers_are_threads())
+		SKIP(return, "kernel threads: no cgroup freezes them (security.rst)");
+	ASSERT_EQ(0, cg_freezable(self->path, frz, sizeof(frz)));
+	ASSERT_TRUE(workers_gone(30));
+	ASSERT_EQ(0, pipe(tell));
+	ASSERT_EQ(0, pipe(go));
+	pid = frz_start(frz, self->fd, len, FRZ_BACKGROUND, tell[1], go[0]);
+	ASSERT_LE(0, pid);
+	ASSERT_EQ(1, read(tell[0], &status, 1));
+	usleep(300 * 1000);
+	t = cg_freeze_wait(frz, "1", 10);
+	snprintf(status_path, sizeof(status_path), "/proc/%d/status", pid);
+	rss_kb = proc_field(status_path, "VmRSS");
+	TH_LOG("frozen after %.3f s, %ld MiB of 1024 resident", t,
+	       rss_kb / 1024);
+	EXPECT_GT(1.0, t);
+	EXPECT_EQ(1, cg_read(frz, "cgroup.events", "frozen"));
+	EXPECT_GT((long)(len / 1024), rss_kb);
+	cg_freeze_wait(frz, "0", 10);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x", status);
 	EXPECT_TRUE(workers_gone(30));
 	rmdir(frz);
 }
@@ -696,11 +789,14 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 		/* The worker that was not started was refused as a fork is */
 		EXPECT_LT(events0, cg_read(self->path, "pids.events", "max"));
 		/*
-		 * A worker counts while it works; once the call is done it is
-		 * back in the root cgroups, even one that stays (the cgroup
-		 * freezer could not freeze this cgroup with it inside)
+		 * A kernel thread counts while it works; once the call is done
+		 * it is back in the root cgroups, even one that stays (the
+		 * cgroup freezer could not freeze this cgroup with it inside).
+		 * A thread of the caller that stays counts as a pthread does.
 		 */
-		EXPECT_EQ(base, cg_read(self->path, "pids.current", NULL));
+		EXPECT_EQ(base + (workers_are_threads() ?
+				  workers_started() - w0 : 0),
+			  cg_read(self->path, "pids.current", NULL));
 		close(fd);
 		madvise(p, len, MADV_DONTNEED);
 	}
@@ -759,6 +855,67 @@ TEST(unprivileged_lock)
 		if (munlock(p, 4 * MiB) || smaps_field_kb(p, "Locked") != 0)
 			_exit(16);
 		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	close(fd);
+}
+
+static void *nothing(void *arg)
+{
+	return NULL;
+}
+
+/*
+ * RLIMIT_NPROC at what an unprivileged user already runs: pthread_create()
+ * is refused with EAGAIN, and so is every worker that is the caller's own
+ * thread; the call still populates all of its 256 MiB, by the caller
+ * alone. Kernel threads are not counted against it (security.rst).
+ */
+TEST(nproc_refuses_workers_like_pthread_create)
+{
+	int fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	int status;
+	pid_t pid;
+
+	ASSERT_LE(0, fd);
+	if (!workers_are_threads())
+		SKIP(return, "kernel threads: RLIMIT_NPROC does not count them (security.rst)");
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rlimit rl = { 1, 1 };
+		struct memprepop_populate req;
+		size_t len = 256 * MiB;
+		char *p = map_anon_both(len);
+		int ctl = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+		long w0 = workers_started();
+		pthread_t tid;
+		int err;
+
+		if (!p || ctl < 0 || setgid(65534) || setuid(65534))
+			_exit(10);
+		/* The control: the same user without the limit gets workers */
+		if (ioc_populate(ctl, p, len, 0, &req) ||
+		    workers_started() == w0)
+			_exit(14);
+		/* Its threads stop with its file */
+		close(ctl);
+		madvise(p, len, MADV_DONTNEED);
+		w0 = workers_started();
+		if (setrlimit(RLIMIT_NPROC, &rl))
+			_exit(10);
+		err = pthread_create(&tid, NULL, nothing, NULL);
+		if (err != EAGAIN)
+			_exit(11);
+		if (ioc_populate(fd, p, len, 0, &req) ||
+		    req.populated != len)
+			_exit(12);
+		dprintf(1, "# pthread_create: %s; the call: %ld workers started, %zu MiB\n",
+			strerror(err), workers_started() - w0,
+			(size_t)(req.populated >> 20));
+		_exit(workers_started() == w0 ? 0 : 13);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));

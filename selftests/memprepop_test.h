@@ -432,6 +432,18 @@ static inline void *map_anon_both(size_t len)
 }
 
 /* Workers the module has started so far, from its sysfs counters */
+/*
+ * Are the module's workers threads of the caller (vhost_task) rather than
+ * kernel threads? What /sys/class/misc/memprepop/workers says.
+ */
+static inline bool workers_are_threads(void)
+{
+	char buf[32] = "";
+
+	read_file("/sys/class/misc/memprepop/workers", buf, sizeof(buf));
+	return !strncmp(buf, "vhost_task", 10);
+}
+
 static inline long workers_started(void)
 {
 	return read_long("/sys/class/misc/memprepop/stats/workers_started");

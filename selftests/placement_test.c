@@ -321,7 +321,9 @@ static void *sample_cpus(void *arg)
 		int n = scan_workers(ws, 64);
 
 		for (int i = 0; i < n && i < 64; i++)
-			if (ws[i].state != 'I' && ws[i].cpu < 64)
+			/* Idle: 'I' (kernel threads), 'S' (vhost_task) */
+			if (ws[i].state != 'I' && ws[i].state != 'S' &&
+			    ws[i].cpu < 64)
 				s->cpus |= 1UL << ws[i].cpu;
 		s->ready = true;
 		usleep(1000);

@@ -55,8 +55,52 @@ static inline int task_ioprio(pid_t tid)
 }
 
 /*
- * The memprepop workers alive now, as /proc/PID/stat shows them: fills up
- * to @max of @ws, returns how many there are.
+ * Reads /proc/@path/stat into @ws if it is a memprepop worker's: field 3 is
+ * the state, 19 nice, 39 the CPU last run on, 41 the policy. Returns 1 for
+ * a worker, else 0.
+ */
+static inline int read_worker(const char *path, int tid, struct worker_stat *ws)
+{
+	char file[700], buf[1024], id[16], *s;
+	int field = 2, fd;
+	ssize_t len;
+
+	snprintf(file, sizeof(file), "/proc/%s/stat", path);
+	fd = open(file, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	if (!strstr(buf, "(memprepop/"))
+		return 0;
+	if (!ws)
+		return 1;
+	s = strrchr(buf, ')');
+	for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
+		field++;
+		if (field == 3)
+			ws->state = s[0];
+		if (field == 39)
+			ws->cpu = atoi(s);
+		if (field == 19)
+			ws->nice = atoi(s);
+		if (field == 41)
+			ws->policy = atoi(s);
+	}
+	snprintf(id, sizeof(id), "%d", tid);
+	ws->tid = tid;
+	read_uclamp(id, ws);
+	ws->ioprio = task_ioprio(tid);
+	return 1;
+}
+
+/*
+ * The memprepop workers alive now, as /proc/PID/task/TID/stat shows them:
+ * kernel threads, or threads of the processes they work for. Fills up to
+ * @max of @ws, returns how many there are.
  */
 static inline int scan_workers(struct worker_stat *ws, int max)
 {
@@ -67,45 +111,25 @@ static inline int scan_workers(struct worker_stat *ws, int max)
 	if (!d)
 		return -1;
 	while ((e = readdir(d))) {
-		char path[300], buf[1024], *s;
-		int field = 2, fd;
-		ssize_t len;
+		char path[600];
+		struct dirent *te;
+		DIR *td;
 
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
-		fd = open(path, O_RDONLY);
-		if (fd < 0)
+		snprintf(path, sizeof(path), "/proc/%s/task", e->d_name);
+		td = opendir(path);
+		if (!td)
 			continue;
-		len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = 0;
-		if (!strstr(buf, "(memprepop/"))
-			continue;
-		s = strrchr(buf, ')');
-		if (n < max) {
-			/*
-			 * field 3 is the state, 19 nice, 39 the CPU last run
-			 * on, 41 the policy
-			 */
-			for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
-				field++;
-				if (field == 3)
-					ws[n].state = s[0];
-				if (field == 39)
-					ws[n].cpu = atoi(s);
-				if (field == 19)
-					ws[n].nice = atoi(s);
-				if (field == 41)
-					ws[n].policy = atoi(s);
-			}
-			ws[n].tid = atoi(e->d_name);
-			read_uclamp(e->d_name, &ws[n]);
-			ws[n].ioprio = task_ioprio(atoi(e->d_name));
+		while ((te = readdir(td))) {
+			if (!isdigit((unsigned char)te->d_name[0]))
+				continue;
+			snprintf(path, sizeof(path), "%s/task/%s", e->d_name,
+				 te->d_name);
+			n += read_worker(path, atoi(te->d_name),
+					 n < max ? &ws[n] : NULL);
 		}
-		n++;
+		closedir(td);
 	}
 	closedir(d);
 	return n;
