@@ -16,9 +16,12 @@ SHELL		:= /bin/bash
 B		:= build
 
 # --- kernels ----------------------------------------------------------------
-# The test VM boots Debian's newest installed kernel (never hard-coded)
+# The test VM boots Debian's kernel (never hard-coded), and Debian's newest
+# 6.12, whose workers are the caller's own threads (kmod/vtask.c)
 VM_KVER		?= $(shell scripts/kernel-version 2>/dev/null)
 VM_KDIR		:= /lib/modules/$(VM_KVER)/build
+VM2_SERIES	:= 6.12
+VM2_KVER	?= $(shell scripts/kernel-version $(VM2_SERIES) 2>/dev/null)
 RUNNING_KDIR	:= /lib/modules/$(shell uname -r)/build
 KDIR		?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
 # The release modules built there are for (Debian's kernel.release file holds
@@ -77,7 +80,7 @@ MANDIR		?= $(PREFIX)/share/man
 
 .PHONY: all deps module lib tool selftests examples docs bench bench-vm \
 	bench-vmm bench-vmm-vm bench-qemu bench-qemu-vm \
-	clean vm demo ksft-install $(VM_INITRD) install install-user install-module \
+	clean vm demo ksft-install install install-user install-module \
 	install-dkms-source uninstall
 
 all: module lib tool selftests examples docs
@@ -235,8 +238,25 @@ ksft-install: selftests
 $(VM_INITRD): $(VM_KO) lib tool examples ksft-install | deps
 	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM_KO)
 
-vm: $(VM_INITRD)
-	testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) \
+# The same for the second kernel
+VM2_KO		:= $(B)/vm-$(VM2_SERIES)/mod/kmod/memprepop.ko
+VM2_INITRD	:= $(B)/vm-$(VM2_SERIES)/initramfs.cpio
+
+$(VM2_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h) | deps
+	@test -n "$(VM2_KVER)" || { echo "no $(VM2_SERIES) kernel installed" \
+		"(make deps installs it)" >&2; exit 1; }
+	@echo "module: building for the test VM's $(VM2_KVER)"
+	@scripts/build-module /lib/modules/$(VM2_KVER)/build $(B)/vm-$(VM2_SERIES)/mod
+
+$(VM2_INITRD): $(VM2_KO) $(VM_INITRD) | deps
+	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM2_KO)
+
+# make vm [KERNEL=6.12] [RUN='...'] [EXTRA=file...]: boot the test VM
+RUN_KVER	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_KVER),$(VM_KVER))
+RUN_INITRD	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+
+vm: $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+	testvm/run --initrd $(RUN_INITRD) --kver $(RUN_KVER) \
 		$(if $(value RUN),--run '$(subst ','\'',$(value RUN))') $(foreach f,$(EXTRA),--extra $(f))
 
 demo: $(VM_INITRD)

@@ -46,12 +46,17 @@ check-host: lib tool selftests
 check-install: lib tool module docs
 	@scripts/check-install $(VERSION) $(KRELEASE)
 
-check-vm: $(VM_INITRD)
-	@testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) \
-		--run '/selftests/run_kselftest.sh'
-	@testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) --node-mem 1024 \
+# Every selftest on both kernels: kernel threads on the first, the
+# caller's own threads (vhost_task) on the second
+check-vm: $(VM_INITRD) $(VM2_INITRD)
+	@set -e; for k in "$(VM_KVER) $(VM_INITRD)" "$(VM2_KVER) $(VM2_INITRD)"; do \
+	  set -- $$k; echo "# kernel $$1"; \
+	  testvm/run --initrd $$2 --kver $$1 \
+		--run 'echo "# workers: $$(cat /sys/class/misc/memprepop/workers)"; /selftests/run_kselftest.sh'; \
+	  testvm/run --initrd $$2 --kver $$1 --node-mem 1024 \
 		--mem-only-node 1024 \
-		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test'
+		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test'; \
+	done
 
 check-dkms: $(VM_INITRD)
 	@packaging/check-dkms $(VERSION) $(VM_KVER) $(VM_INITRD)
