@@ -424,7 +424,7 @@ bool mpp_identity_may_write(const struct mpp_identity *id,
 /* stats.c */
 struct attribute_group;
 extern const struct attribute_group *memprepop_stats_groups[];
-void mpp_stats_account(const struct memprepop_populate *req, int ret);
+void mpp_stats_account(const struct memprepop_populate *args, int ret);
 void mpp_stats_workers(unsigned int created, unsigned int reused);
 
 #endif /* _MEMPREPOP_INTERNAL_H */

@@ -12,15 +12,15 @@
 static atomic64_t mpp_calls, mpp_failed, mpp_interrupted, mpp_bytes,
 		  mpp_nsecs, mpp_workers_started, mpp_workers_reused;
 
-void mpp_stats_account(const struct memprepop_populate *req, int ret)
+void mpp_stats_account(const struct memprepop_populate *args, int ret)
 {
 	atomic64_inc(&mpp_calls);
 	if (ret == -EINTR)
 		atomic64_inc(&mpp_interrupted);
 	else if (ret)
 		atomic64_inc(&mpp_failed);
-	atomic64_add(req->populated, &mpp_bytes);
-	atomic64_add(req->nsecs, &mpp_nsecs);
+	atomic64_add(args->populated, &mpp_bytes);
+	atomic64_add(args->nsecs, &mpp_nsecs);
 }
 
 void mpp_stats_workers(unsigned int created, unsigned int reused)

@@ -67,9 +67,9 @@ int memprepop_ctx_new(struct memprepop_ctx **ctxp, unsigned int flags)
 	ctx->efd = -1;
 	ctx->backend = MEMPREPOP_BACKEND_FALLBACK;
 	if (!(flags & MEMPREPOP_OPT_FALLBACK))
-		ctx->fd = mpl_device_open();
+		ctx->fd = mpl_dev_open();
 	/* A module too old for background requests is not used */
-	if (ctx->fd >= 0 && !mpl_device_info(ctx->fd, &ctx->info) &&
+	if (ctx->fd >= 0 && !mpl_dev_info(ctx->fd, &ctx->info) &&
 	    (ctx->info.flags & MEMPREPOP_F_BACKGROUND)) {
 		ctx->backend = MEMPREPOP_BACKEND_MODULE;
 		*ctxp = ctx;

@@ -14,7 +14,7 @@
 /* -1: not opened yet; otherwise the descriptor or -errno of the open */
 static int mpl_fd = -1;
 
-int mpl_device_fd(void)
+int mpl_dev_fd(void)
 {
 	int fd = __atomic_load_n(&mpl_fd, __ATOMIC_ACQUIRE);
 	int expected = -1;
@@ -42,7 +42,7 @@ int memprepop_query(struct memprepop_info *info, size_t size)
 	/* The size travels in the command, as the module reads it */
 	if (size < MEMPREPOP_INFO_SIZE_VER0 || size > _IOC_SIZEMASK)
 		return -EINVAL;
-	fd = mpl_device_fd();
+	fd = mpl_dev_fd();
 	if (fd < 0)
 		return -ENODEV;
 	if (ioctl(fd, _IOC(_IOC_READ, MEMPREPOP_IOC_MAGIC, 0x00, size), info))
@@ -51,7 +51,7 @@ int memprepop_query(struct memprepop_info *info, size_t size)
 }
 
 /* A descriptor of its own, for a context: the module keeps workers per file */
-int mpl_device_open(void)
+int mpl_dev_open(void)
 {
 	int fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
 
@@ -59,7 +59,7 @@ int mpl_device_open(void)
 }
 
 /* What the module takes; an older one leaves the fields it lacks zero */
-int mpl_device_info(int fd, struct memprepop_info *info)
+int mpl_dev_info(int fd, struct memprepop_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	if (ioctl(fd, MEMPREPOP_IOC_INFO, info))

@@ -79,9 +79,9 @@ int mpl_call(int (*fn)(void *arg, struct memprepop_range *ranges,
 	     const struct memprepop_opts *opts, struct memprepop_result *res);
 
 /* device.c: the cached /dev/memprepop descriptor, or -errno */
-int mpl_device_fd(void);
-int mpl_device_open(void);
-int mpl_device_info(int fd, struct memprepop_info *info);
+int mpl_dev_fd(void);
+int mpl_dev_open(void);
+int mpl_dev_info(int fd, struct memprepop_info *info);
 
 /*
  * A request to the module: its work in batches of what one ioctl takes,

@@ -26,7 +26,7 @@ const char *memprepop_version(void)
 
 int memprepop_backend(void)
 {
-	return mpl_device_fd() >= 0 ? MEMPREPOP_BACKEND_MODULE :
+	return mpl_dev_fd() >= 0 ? MEMPREPOP_BACKEND_MODULE :
 				      MEMPREPOP_BACKEND_FALLBACK;
 }
 
@@ -256,7 +256,7 @@ static int mpl_populate(void *arg __attribute__((unused)),
 	if (ret)
 		return ret;
 	if (!(opts->flags & MEMPREPOP_OPT_FALLBACK))
-		fd = mpl_device_fd();
+		fd = mpl_dev_fd();
 	res->backend = fd >= 0 ? MEMPREPOP_BACKEND_MODULE :
 				 MEMPREPOP_BACKEND_FALLBACK;
 	if (!req.nr)
@@ -271,7 +271,7 @@ static int mpl_populate(void *arg __attribute__((unused)),
 		struct memprepop_info info;
 		struct mpl_dev d;
 
-		ret = mpl_device_info(fd, &info);
+		ret = mpl_dev_info(fd, &info);
 		if (!ret) {
 			mpl_dev_init(&d, fd, &info, &req);
 			ret = mpl_dev_run(&d, &progress);

@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..21"
+echo "1..22"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -35,6 +35,9 @@ run populate --size 1M --threads 0; [ $status = 2 ]
 ok $? "zero threads: exit 2"
 run populate --size 1M --hugetlb 3M; [ $status = 2 ]
 ok $? "bad hugetlb size: exit 2"
+run populate --size 1M --membind 4095
+[ $status = 2 ] && [ "$(cat /tmp/cli_test.err)" = "memprepop: bad node list: '4095'" ]
+ok $? "node out of range: exit 2, the tool's one line, not libnuma's"
 
 run populate --size 64M --json
 json_ok=1

@@ -52,7 +52,20 @@ bool parse_uint(const char *s, unsigned int *out)
 	return true;
 }
 
-/* 0, or -EINVAL for a node list libnuma does not take */
+/*
+ * libnuma's own messages ("node argument 7 is out of range") would come
+ * before the tool's: the tool says what was wrong itself
+ */
+void numa_warn(int num __attribute__((unused)),
+	       char *fmt __attribute__((unused)), ...)
+{
+}
+
+void numa_error(char *where __attribute__((unused)))
+{
+}
+
+/* 0, -ENOSYS without NUMA, or -EINVAL for a node list libnuma does not take */
 int parse_placement(struct placement *pl, int mode, const char *nodes)
 {
 	if (numa_available() < 0)

@@ -35,11 +35,12 @@ const char *placement_option(struct placement *pl, int opt,
 			     const char *nodes);
 int apply_placement(const struct placement *pl, void *addr, size_t len);
 
-/* populate.c: the help text of the options populate and file share */
-extern const char placement_help[];
-
+/* args.c: the call's options that populate and file share */
 bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 		 struct run *run, const char **bad);
+
+/* populate.c: the help text of the options populate and file share */
+extern const char placement_help[];
 
 /* report.c */
 struct run {
