@@ -136,13 +136,36 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+struct own_sampler {
+	pthread_t tid;
+	volatile bool stop, ready;
+	int most;		/* most workers seen among this process's threads */
+};
+
+static void *sample_own(void *arg)
+{
+	struct own_sampler *s = arg;
+
+	while (!s->stop) {
+		int n = own_workers();
+
+		if (n > s->most)
+			s->most = n;
+		s->ready = true;
+		usleep(1000);
+	}
+	return NULL;
+}
+
 /*
  * A file passed to another process serves it with workers of its own,
- * which go when its call is done; the owner's stay.
+ * which go when its call is done; the owner's stay. When workers are the
+ * caller's threads, the owner's that stay are threads of the owner, and
+ * the receiver's are threads of the receiver, never the owner's.
  */
 TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 {
-	size_t len = 64 * MiB;
+	size_t len = 256 * MiB;
 	struct memprepop_populate req;
 	int sv[2], status, fd, kept;
 	char *p = map_anon(len);
@@ -155,10 +178,13 @@ TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 	ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
 	kept = scan_workers(NULL, 0);
 	EXPECT_LE(1, kept);
+	if (workers_are_threads())
+		EXPECT_EQ(kept, own_workers());
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
+		struct own_sampler os = { 0 };
 		char *q = map_anon(len);
 		int rfd;
 
@@ -166,8 +192,20 @@ TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 		rfd = recv_fd(sv[1]);
 		if (!q || rfd < 0)
 			_exit(2);
+		long w0 = workers_started();
+
+		if (pthread_create(&os.tid, NULL, sample_own, &os))
+			_exit(6);
+		while (!os.ready)
+			usleep(1000);
 		if (ioc_populate(rfd, q, len, 0, &req) || !req.workers)
 			_exit(3);
+		os.stop = true;
+		pthread_join(os.tid, NULL);
+		dprintf(1, "# the receiver's call: %u workers, %ld started, at most %d seen among its own threads\n",
+			req.workers, workers_started() - w0, os.most);
+		if (workers_are_threads() && os.most < 1)
+			_exit(7);
 		if (present_pages(q, len) != len / page_size())
 			_exit(4);
 		/* Its workers gone, the owner's still there */

@@ -135,6 +135,27 @@ static inline int scan_workers(struct worker_stat *ws, int max)
 	return n;
 }
 
+/* How many workers are threads of this process (vhost_task) */
+static inline int own_workers(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char path[300];
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "self/task/%s", e->d_name);
+		n += read_worker(path, atoi(e->d_name), NULL);
+	}
+	closedir(d);
+	return n;
+}
+
 /*
  * The cgroup v2 path of thread @tid, as /proc/TID/cgroup shows it ("/" for
  * the root), into @buf; "" when it is gone.
