@@ -263,20 +263,20 @@ demo: $(VM_INITRD)
 	testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) \
 		--run '/usr/share/memprepop/demo'
 
-# make bench [QUICK=1]: on this host; make bench-vm: in the test VM, with
-# the module. Results: results/*.md, *.json, *.png
+# make bench [QUICK=1]: on this host; make bench-vm [KERNEL=6.12]: in the
+# test VM, with the module. Results: results/*.md, *.json, *.png
 bench: $(BENCH) $(TOOL) | deps
 	bench/run $(if $(QUICK),--quick)
 
-bench-vm: $(BENCH) $(VM_INITRD)
-	bench/run $(if $(QUICK),--quick) --vm $(VM_INITRD) $(VM_KVER)
+bench-vm: $(BENCH) $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+	bench/run $(if $(QUICK),--quick) --vm $(RUN_INITRD) $(RUN_KVER)
 
 # The VMM scenarios (regions, small calls, background): bench/run --vmm
 bench-vmm: $(BENCH) $(TOOL) | deps
 	bench/run $(if $(QUICK),--quick) --vmm
 
-bench-vmm-vm: $(BENCH) $(VM_INITRD)
-	bench/run $(if $(QUICK),--quick) --vmm --vm $(VM_INITRD) $(VM_KVER)
+bench-vmm-vm: $(BENCH) $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+	bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_INITRD) $(RUN_KVER)
 
 # QEMU with contrib/qemu's series against stock QEMU (scripts/qemu-build)
 QEMU_MPP	= $$(scripts/qemu-build $(B))/qemu-system-x86_64
