@@ -21,8 +21,9 @@
  * work item of this file's workqueue, which the module's exit drains.
  *
  * No signal is sent to one by mpp_kill(): a SIGKILL to any thread is fatal
- * to the whole process. Its waits that only a fatal signal ends end when
- * the process is killed, as a thread's inside madvise() do.
+ * to the whole process (only RLIMIT_RTTIME's is meant to be). Its waits
+ * that only a fatal signal ends end when the process is killed, as a
+ * thread's inside madvise() do.
  */
 #include <linux/completion.h>
 #include <linux/err.h>
@@ -30,6 +31,8 @@
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/sched/jobctl.h>
+#include <linux/sched/rt.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/sched/vhost_task.h>
 #include <linux/slab.h>
@@ -55,6 +58,25 @@ struct mpp_task {
 
 static struct workqueue_struct *mpp_vtask_wq;
 
+/*
+ * RLIMIT_RTTIME's hard limit, as the kernel applies it to a thread: the
+ * CPU time a real-time thread has run without blocking is counted for a
+ * vhost_task too, but checked from task work at the return to user mode,
+ * which a vhost_task never reaches (its loop only handles signals). So it
+ * is checked here, between steps: past the limit, SIGKILL, which ends the
+ * process as it would for its pthread. The soft limit's SIGXCPU is not
+ * sent (Documentation/security.rst).
+ */
+static void mpp_vtask_rttime(void)
+{
+	unsigned long hard = task_rlimit_max(current, RLIMIT_RTTIME);
+
+	if (hard == RLIM_INFINITY || !rt_task(current))
+		return;
+	if (current->rt.timeout * (USEC_PER_SEC / HZ) > hard)
+		send_sig(SIGKILL, current, 1);
+}
+
 /* Called by vhost's loop, in TASK_INTERRUPTIBLE: false to sleep in it */
 static bool mpp_vtask_fn(void *data)
 {
@@ -68,6 +90,8 @@ static bool mpp_vtask_fn(void *data)
 	step = mpp_thread_work(vt->thread);
 	if (step == MPP_DONE)
 		mpp_thread_retire(vt->thread);
+	if (step == MPP_WORKED)
+		mpp_vtask_rttime();
 	return step == MPP_WORKED;
 }
 

@@ -231,6 +231,52 @@ TEST_F_TIMEOUT(caller, workers_take_callers_ioprio, SLOW)
 	}
 }
 
+/*
+ * RLIMIT_RTTIME of a SCHED_FIFO caller, 50 ms: madvise of 1 GiB in its own
+ * thread runs past it without blocking and the process is killed
+ * (SIGKILL, the hard limit); so it is when the ioctl's workers, its own
+ * threads, run past it, while the calling thread only waits. Kernel
+ * threads are not counted against it (security.rst).
+ */
+TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
+{
+	if (!workers_are_threads())
+		SKIP(return, "kernel threads: RLIMIT_RTTIME does not see them (security.rst)");
+	for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
+		int status;
+		pid_t pid;
+
+		ASSERT_TRUE(workers_gone(30));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct sched_param sp = { .sched_priority = 1 };
+			struct rlimit rl = { 50000, 50000 };
+			struct memprepop_populate req;
+			size_t len = 1024 * MiB;
+			char *p = map_anon_both(len);
+			int fd = open_dev();
+
+			if (!p || fd < 0)
+				_exit(10);
+			if (setrlimit(RLIMIT_RTTIME, &rl) ||
+			    sched_setscheduler(0, SCHED_FIFO, &sp))
+				_exit(11);
+			if (by_ioctl)
+				ioc_populate(fd, p, len, 0, &req);
+			else
+				madvise_populate_write(p, len);
+			_exit(0);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		TH_LOG("%s: %s %d", by_ioctl ? "ioctl" : "madvise",
+		       WIFSIGNALED(status) ? "killed by signal" : "exited",
+		       WIFSIGNALED(status) ? WTERMSIG(status) :
+		       WEXITSTATUS(status));
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+}
+
 #define SCHED_FLAG_KEEP_ALL		0x18
 #define SCHED_FLAG_UTIL_CLAMP		0x60
 
@@ -252,7 +298,9 @@ TEST_F_TIMEOUT(caller, workers_take_callers_clamps, SLOW)
 			.sched_util_min = 256, .sched_util_max = 512,
 		};
 		struct sampler s = { .check = true,
-				     .want = { SCHED_OTHER, 0, 256, 512 } };
+				     .want = { .policy = SCHED_OTHER,
+					       .uclamp_min = 256,
+					       .uclamp_max = 512 } };
 		size_t len = 256 * MiB;
 		char *p = map_anon_both(len);
 		int fd = open_dev();
@@ -349,8 +397,20 @@ TEST_F_TIMEOUT(caller, overcommit_reserves_like_madvise, SLOW)
 		/* Within 1 MiB, what other allocations meanwhile move */
 		_exit(labs(by_ioctl - by_madvise) <= 256 ? 0 : 13);
 	}
-	/* Room for 96 MiB more than is committed now */
+	/*
+	 * Room for 96 MiB more than is committed now, once what a process
+	 * killed before this test committed is given back (its mm can go
+	 * after it is reaped, when its last worker lets go of it)
+	 */
 	committed = meminfo_field("Committed_AS");
+	for (int i = 0, stable = 0; i < 500 && stable < 20; i++) {
+		long now_kb;
+
+		usleep(10 * 1000);
+		now_kb = meminfo_field("Committed_AS");
+		stable = now_kb == committed ? stable + 1 : 0;
+		committed = now_kb;
+	}
 	snprintf(val, sizeof(val), "%ld", committed + 96 * 1024);
 	ASSERT_EQ(0, write_file(knobs[1], val));
 	ASSERT_EQ(0, write_file(knobs[0], "2"));

@@ -15,12 +15,12 @@
 #include "memprepop_test.h"
 
 struct worker_stat {
-	int tid;
 	int policy;
 	int nice;
 	long uclamp_min;	/* -1: not shown (no CONFIG_UCLAMP_TASK) */
 	long uclamp_max;
 	int ioprio;		/* as ioprio_get(2) reports it */
+	int tid;
 	char state;		/* 'I' while it waits idle between calls */
 	int cpu;		/* the CPU it last ran on */
 };
