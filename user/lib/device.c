@@ -329,3 +329,110 @@ int mpl_dev_reap(struct mpl_dev *d, bool nohang)
 			return -EAGAIN;
 	}
 }
+
+/*
+ * The module as a context's backend. A context has a descriptor of its own
+ * (the module keeps its workers per file) from a module with background
+ * requests; a one-shot call the cached one.
+ */
+static void mpl_module_fini(struct memprepop_ctx *ctx,
+			    bool forked __attribute__((unused)))
+{
+	if (!ctx->oneshot && ctx->fd >= 0)
+		close(ctx->fd);
+	ctx->fd = -1;
+}
+
+static int mpl_module_init(struct memprepop_ctx *ctx)
+{
+	int ret;
+
+	ctx->fd = ctx->oneshot ? mpl_dev_fd() : mpl_dev_open();
+	if (ctx->fd < 0)
+		return ctx->fd;
+	ret = mpl_dev_info(ctx->fd, &ctx->info);
+	/* A module too old for background requests is not a context's */
+	if (!ret && !ctx->oneshot &&
+	    !(ctx->info.flags & MEMPREPOP_F_BACKGROUND))
+		ret = -EOPNOTSUPP;
+	if (ret)
+		mpl_module_fini(ctx, false);
+	return ret;
+}
+
+static int mpl_module_supported(struct memprepop_ctx *ctx __attribute__((unused)))
+{
+	return 0;
+}
+
+static int mpl_module_run(struct memprepop_ctx *ctx,
+			  struct mpl_progress *progress,
+			  struct memprepop_result *res)
+{
+	int ret;
+
+	mpl_dev_init(&ctx->dev, ctx->fd, &ctx->info, &ctx->req);
+	mpl_ctx_running(ctx, NULL);
+	ret = mpl_dev_run(&ctx->dev, progress);
+	res->workers = ctx->dev.workers;
+	return ret;
+}
+
+static int mpl_module_start(struct memprepop_ctx *ctx)
+{
+	int ret;
+
+	mpl_dev_init(&ctx->dev, ctx->fd, &ctx->info, &ctx->req);
+	ret = mpl_dev_start(&ctx->dev);
+	if (!ret)
+		mpl_ctx_running(ctx, NULL);
+	return ret;
+}
+
+static int mpl_module_reap(struct memprepop_ctx *ctx, bool nohang,
+			   struct memprepop_result *res, int *outcome)
+{
+	int ret = mpl_dev_reap(&ctx->dev, nohang);
+
+	if (ret)
+		return ret;
+	*outcome = mpl_dev_outcome(&ctx->dev);
+	res->workers = ctx->dev.workers;
+	res->nsecs = ctx->dev.nsecs;
+	return 0;
+}
+
+static void mpl_module_drop(struct memprepop_ctx *ctx)
+{
+	while (mpl_dev_reap(&ctx->dev, false) == -EINTR)
+		;
+}
+
+static void mpl_module_cancel(struct memprepop_ctx *ctx)
+{
+	mpl_dev_cancel(&ctx->dev);
+}
+
+static uint64_t mpl_module_done(struct memprepop_ctx *ctx)
+{
+	return mpl_dev_done(&ctx->dev);
+}
+
+static int mpl_module_poll_fd(struct memprepop_ctx *ctx)
+{
+	return ctx->fd;
+}
+
+const struct mpl_backend mpl_module_backend = {
+	.id = MEMPREPOP_BACKEND_MODULE,
+	.init = mpl_module_init,
+	.fini = mpl_module_fini,
+	.supported = mpl_module_supported,
+	.run = mpl_module_run,
+	.start = mpl_module_start,
+	.reap = mpl_module_reap,
+	.drop = mpl_module_drop,
+	.cancel = mpl_module_cancel,
+	.done = mpl_module_done,
+	.poll_fd = mpl_module_poll_fd,
+};

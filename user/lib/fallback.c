@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -358,18 +359,145 @@ int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
 	return job->stats_err;
 }
 
-/* A synchronous request: threads of @pool, or its own, or the caller's */
-int mpl_fallback_populate(struct mpl_pool *pool, struct mpl_req *req,
-			  struct memprepop_result *res,
-			  struct mpl_progress *progress)
+/*
+ * The fallback as a context's backend: a context's threads stay in its pool
+ * and its eventfd says a background request is done; a one-shot call's
+ * threads are its own.
+ */
+static void mpl_fallback_fini(struct memprepop_ctx *ctx, bool forked)
+{
+	if (forked) {
+		/* A child's copy: the threads and the request are the parent's */
+		if (ctx->job)
+			mpl_fallback_free(ctx->job);
+		mpl_pool_forget(ctx->pool);
+	} else {
+		mpl_pool_free(ctx->pool);
+	}
+	ctx->pool = NULL;
+	if (ctx->efd >= 0)
+		close(ctx->efd);
+	ctx->efd = -1;
+}
+
+static int mpl_fallback_init(struct memprepop_ctx *ctx)
+{
+	int ret;
+
+	if (ctx->oneshot)
+		return 0;
+	ctx->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctx->efd < 0)
+		return -errno;
+	ret = mpl_pool_new(&ctx->pool, ctx->efd);
+	if (ret)
+		mpl_fallback_fini(ctx, false);
+	return ret;
+}
+
+static int mpl_fallback_check(struct memprepop_ctx *ctx __attribute__((unused)))
+{
+	return mpl_fallback_supported() ? 0 : -EOPNOTSUPP;
+}
+
+/* A stale completion of the eventfd: a synchronous job also writes it */
+static void mpl_fallback_drain(struct memprepop_ctx *ctx)
+{
+	uint64_t v;
+
+	if (ctx->efd >= 0)
+		(void)!read(ctx->efd, &v, sizeof(v));
+}
+
+/* A synchronous request: the context's threads, or its own, or the caller */
+static int mpl_fallback_run(struct memprepop_ctx *ctx,
+			    struct mpl_progress *progress,
+			    struct memprepop_result *res)
 {
 	struct mpl_job *job;
 	int ret;
 
-	ret = mpl_fallback_start(&job, pool, req, false);
+	ret = mpl_fallback_start(&job, ctx->pool, &ctx->req, false);
 	if (ret < 0)
 		return ret;
+	mpl_ctx_running(ctx, job);
 	ret = mpl_fallback_wait(job, progress, res);
+	mpl_ctx_set_job(ctx, NULL);
 	mpl_fallback_free(job);
+	mpl_fallback_drain(ctx);
 	return ret;
 }
+
+static int mpl_fallback_bg(struct memprepop_ctx *ctx)
+{
+	struct mpl_job *job;
+	int ret;
+
+	ret = mpl_fallback_start(&job, ctx->pool, &ctx->req, true);
+	if (ret < 0)
+		return ret;
+	/* No thread: nothing to do, done already */
+	if (!ret) {
+		uint64_t one = 1;
+
+		(void)!write(ctx->efd, &one, sizeof(one));
+	}
+	mpl_ctx_running(ctx, job);
+	return 0;
+}
+
+static int mpl_fallback_reap(struct memprepop_ctx *ctx, bool nohang,
+			     struct memprepop_result *res, int *outcome)
+{
+	struct mpl_job *job = ctx->job;
+
+	if (nohang && job && !mpl_fallback_finished(job))
+		return -EAGAIN;
+	*outcome = job ? mpl_fallback_wait(job, NULL, res) : 0;
+	mpl_fallback_drain(ctx);
+	mpl_ctx_set_job(ctx, NULL);
+	if (job)
+		mpl_fallback_free(job);
+	return 0;
+}
+
+static void mpl_fallback_drop(struct memprepop_ctx *ctx)
+{
+	struct mpl_job *job = ctx->job;
+
+	if (!job)
+		return;
+	mpl_fallback_wait(job, NULL, NULL);
+	mpl_ctx_set_job(ctx, NULL);
+	mpl_fallback_free(job);
+}
+
+static void mpl_fallback_stop(struct memprepop_ctx *ctx)
+{
+	if (ctx->job)
+		mpl_fallback_cancel(ctx->job);
+}
+
+static uint64_t mpl_fallback_progress(struct memprepop_ctx *ctx)
+{
+	return ctx->job ? mpl_fallback_done(ctx->job) : 0;
+}
+
+static int mpl_fallback_poll_fd(struct memprepop_ctx *ctx)
+{
+	return ctx->efd;
+}
+
+const struct mpl_backend mpl_fallback_backend = {
+	.id = MEMPREPOP_BACKEND_FALLBACK,
+	.init = mpl_fallback_init,
+	.fini = mpl_fallback_fini,
+	.supported = mpl_fallback_check,
+	.run = mpl_fallback_run,
+	.start = mpl_fallback_bg,
+	.reap = mpl_fallback_reap,
+	.drop = mpl_fallback_drop,
+	.cancel = mpl_fallback_stop,
+	.done = mpl_fallback_progress,
+	.poll_fd = mpl_fallback_poll_fd,
+};

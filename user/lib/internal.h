@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libmemprepop internals: one backend per file, dispatched by populate.c.
- * Every internal name is prefixed mpl_, apart from the module's.
+ * libmemprepop internals: one backend per file (device.c, fallback.c),
+ * each behind its ops table (struct mpl_backend), chosen once per context
+ * and called only by ctx.c. Every internal name is prefixed mpl_, apart
+ * from the module's.
  */
 #ifndef MEMPREPOP_INTERNAL_H
 #define MEMPREPOP_INTERNAL_H
 
+#include <pthread.h>
 #include <sched.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <memprepop.h>
@@ -173,9 +177,86 @@ void mpl_fallback_cancel(struct mpl_job *job);
 bool mpl_fallback_finished(struct mpl_job *job);
 void mpl_fallback_free(struct mpl_job *job);
 uint64_t mpl_fallback_done(struct mpl_job *job);
-int mpl_fallback_populate(struct mpl_pool *pool, struct mpl_req *req,
-			  struct memprepop_result *res,
-			  struct mpl_progress *progress);
+
+/*
+ * ctx.c: a context, which every request goes through; a one-shot call is
+ * one on the stack (populate.c), with the cached descriptor or threads of
+ * its own.
+ */
+enum mpl_ctx_state {
+	MPL_CTX_IDLE,		/* takes a request */
+	MPL_CTX_SYNC,		/* a synchronous request runs */
+	MPL_CTX_BACKGROUND,	/* started, not reaped */
+};
+
+struct mpl_backend;
+
+struct memprepop_ctx {
+	pid_t pid;		/* the process that made it */
+	const struct mpl_backend *ops;
+	bool oneshot;		/* on the stack of one call */
+	int fd;			/* module: its descriptor, or -1 */
+	int efd;		/* fallback: the eventfd a request writes, or -1 */
+	struct memprepop_info info;
+	struct mpl_pool *pool;	/* fallback: threads that stay, or NULL */
+
+	pthread_mutex_t lock;
+	enum mpl_ctx_state state;	/* under lock */
+	bool running;		/* under lock: dev or job below is live */
+	bool cancel;		/* under lock: cancelled before it was */
+
+	/* The request */
+	struct memprepop_range *ranges;	/* the caller's */
+	unsigned int nr;
+	struct mpl_req req;
+	struct mpl_dev dev;
+	struct mpl_job *job;	/* under lock */
+};
+
+/*
+ * A backend's ops: its state in the context set up and torn down, and a
+ * request run, started, reaped, cancelled, followed. ctx.c calls them;
+ * nothing else branches on the backend.
+ */
+struct mpl_backend {
+	int id;			/* MEMPREPOP_BACKEND_* */
+	/* Its state in @ctx: 0, or -errno (the next backend is tried) */
+	int (*init)(struct memprepop_ctx *ctx);
+	/* Undoes init; @forked: in a child, for a context of its parent */
+	void (*fini)(struct memprepop_ctx *ctx, bool forked);
+	/* Can it do a request with work: 0, or -EOPNOTSUPP */
+	int (*supported)(struct memprepop_ctx *ctx);
+	/* The request in @ctx, to the end: the call's error */
+	int (*run)(struct memprepop_ctx *ctx, struct mpl_progress *progress,
+		   struct memprepop_result *res);
+	/* Starts it in the background: 0, or -errno with nothing started */
+	int (*start)(struct memprepop_ctx *ctx);
+	/*
+	 * Reaps it: 0 with *@outcome the call's error, or -errno when it was
+	 * not (-EAGAIN with @nohang while it runs, -EINTR)
+	 */
+	int (*reap)(struct memprepop_ctx *ctx, bool nohang,
+		    struct memprepop_result *res, int *outcome);
+	/* Waits for a background request nobody will reap, drops it */
+	void (*drop)(struct memprepop_ctx *ctx);
+	/* Under the lock, while running */
+	void (*cancel)(struct memprepop_ctx *ctx);
+	uint64_t (*done)(struct memprepop_ctx *ctx);
+	/* What poll() says is done */
+	int (*poll_fd)(struct memprepop_ctx *ctx);
+};
+
+extern const struct mpl_backend mpl_module_backend;
+extern const struct mpl_backend mpl_fallback_backend;
+
+int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags,
+		 bool oneshot);
+void mpl_ctx_fini(struct memprepop_ctx *ctx);
+int mpl_ctx_populate(void *arg, struct memprepop_range *ranges,
+		     unsigned int nr, const struct memprepop_opts *opts,
+		     struct memprepop_result *res);
+void mpl_ctx_running(struct memprepop_ctx *ctx, struct mpl_job *job);
+void mpl_ctx_set_job(struct memprepop_ctx *ctx, struct mpl_job *job);
 
 /* nodes.c: node ids a counter array needs to count every page */
 unsigned int mpl_possible_nodes(void);

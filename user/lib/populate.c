@@ -241,47 +241,24 @@ int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
 	return ret ? ret : call_err;
 }
 
-/* The one-shot calls: the cached descriptor, or threads of their own */
+/*
+ * The one-shot calls: a context on the stack, with the cached descriptor or
+ * threads of their own, chosen by the call's options.
+ */
 static int mpl_populate(void *arg __attribute__((unused)),
 			struct memprepop_range *ranges,
 			unsigned int nr, const struct memprepop_opts *opts,
 			struct memprepop_result *res)
 {
-	struct mpl_progress progress;
-	struct mpl_req req;
-	int fd = -ENODEV;
+	struct memprepop_ctx ctx;
 	int ret;
 
-	ret = mpl_req_prepare(&req, ranges, nr, opts);
+	ret = mpl_ctx_init(&ctx, opts->flags & MEMPREPOP_OPT_FALLBACK, true);
 	if (ret)
 		return ret;
-	if (!(opts->flags & MEMPREPOP_OPT_FALLBACK))
-		fd = mpl_dev_fd();
-	res->backend = fd >= 0 ? MEMPREPOP_BACKEND_MODULE :
-				 MEMPREPOP_BACKEND_FALLBACK;
-	if (!req.nr)
-		return mpl_req_finish(&req, ranges, nr, res, 0);
-	/* Before locking: an unsupported call leaves the ranges as they were */
-	if (fd < 0 && !mpl_fallback_supported())
-		return mpl_req_finish(&req, ranges, nr, res, -EOPNOTSUPP);
-	mpl_req_lock(&req, ranges);
-	mpl_progress_init(&progress, opts, req.total);
-
-	if (fd >= 0) {
-		struct memprepop_info info;
-		struct mpl_dev d;
-
-		ret = mpl_dev_info(fd, &info);
-		if (!ret) {
-			mpl_dev_init(&d, fd, &info, &req);
-			ret = mpl_dev_run(&d, &progress);
-			res->workers = d.workers;
-		}
-	} else {
-		ret = mpl_fallback_populate(NULL, &req, res, &progress);
-	}
-	mpl_progress_final(&progress, mpl_req_populated(&req));
-	return mpl_req_finish(&req, ranges, nr, res, ret);
+	ret = mpl_ctx_populate(&ctx, ranges, nr, opts, res);
+	mpl_ctx_fini(&ctx);
+	return ret;
 }
 
 /*
