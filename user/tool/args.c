@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* memprepop(1): sizes, counts and node lists from the command line. */
 #include <errno.h>
+#include <getopt.h>
 #include <numa.h>
 #include <numaif.h>
 #include <stdlib.h>
@@ -111,6 +112,39 @@ bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 	default:
 		return false;
 	}
+}
+
+/**
+ * option_done() - the end of one option of populate or file
+ * @c: the option, from getopt_long()
+ * @ours: the subcommand's own switch took it
+ * @bad: what was wrong with its value, or NULL
+ * @opts: the call's options
+ * @run: the report's
+ * @usage: the subcommand's usage
+ *
+ * An option the subcommand did not take is the call's (call_option()),
+ * --help, or unknown; a bad value is named in one line.
+ *
+ * Return: 0 to go on, 1 for --help, 2 for bad arguments.
+ */
+int option_done(int c, bool ours, const char *bad,
+		struct memprepop_opts *opts, struct run *run,
+		void (*usage)(FILE *f))
+{
+	if (!ours && c == 'h') {
+		usage(stdout);
+		return 1;
+	}
+	if (!ours && !call_option(c, optarg, opts, run, &bad)) {
+		usage(stderr);
+		return 2;
+	}
+	if (bad) {
+		fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad, optarg);
+		return 2;
+	}
+	return 0;
 }
 
 /* --membind, --interleave or --preferred: NULL, or what was wrong */

@@ -106,6 +106,9 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 	/* "-": a PATH comes back as option 1, in its place */
 	while ((c = getopt_long(argc, argv, "-s:lt:fh", file_opts,
 				NULL)) != -1) {
+		bool ours = true;
+		int ret;
+
 		switch (c) {
 		case 1:
 			cur = add_file(a, optarg);
@@ -128,21 +131,14 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 				cur->placement.nodes = NULL;
 			bad = placement_option(&cur->placement, c, optarg);
 			break;
-		case 'h':
-			usage_file(stdout);
-			return 1;
 		default:
-			if (call_option(c, optarg, &a->opts, &a->all,
-					&bad))
-				break;
-			usage_file(stderr);
-			return 2;
+			ours = false;
+			break;
 		}
-		if (bad) {
-			fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad,
-				optarg);
-			return 2;
-		}
+		ret = option_done(c, ours, bad, &a->opts, &a->all,
+				  usage_file);
+		if (ret)
+			return ret;
 	}
 	if (!a->n) {
 		usage_file(stderr);

@@ -87,6 +87,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 	while ((c = getopt_long(argc, argv, "s:lt:fh", populate_opts,
 				NULL)) != -1) {
+		bool ours = true;
+		int ret;
+
 		switch (c) {
 		case 's':
 			a->run.size = parse_size(optarg);
@@ -115,21 +118,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_PREFERRED:
 			bad = placement_option(&a->placement, c, optarg);
 			break;
-		case 'h':
-			usage_populate(stdout);
-			return 1;
 		default:
-			if (call_option(c, optarg, &a->opts, &a->run,
-					&bad))
-				break;
-			usage_populate(stderr);
-			return 2;
+			ours = false;
+			break;
 		}
-		if (bad) {
-			fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad,
-				optarg);
-			return 2;
-		}
+		ret = option_done(c, ours, bad, &a->opts, &a->run,
+				  usage_populate);
+		if (ret)
+			return ret;
 	}
 	if (optind != argc || !a->run.size) {
 		usage_populate(stderr);

@@ -38,6 +38,9 @@ int apply_placement(const struct placement *pl, void *addr, size_t len);
 /* args.c: the call's options that populate and file share */
 bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 		 struct run *run, const char **bad);
+int option_done(int c, bool ours, const char *bad,
+		struct memprepop_opts *opts, struct run *run,
+		void (*usage)(FILE *f));
 
 /* populate.c: the help text of the options populate and file share */
 extern const char placement_help[];
