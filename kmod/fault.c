@@ -146,116 +146,197 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
 }
 
 /**
- * mpp_fault_chunk() - populate one chunk of a request
+ * struct mpp_walk - a thread's way through one chunk, mmap_lock held
  * @req: the request
  * @chunk: the chunk
- * @caller: true in the calling thread, false in a worker
+ * @vma: the mapping at @addr, or NULL to look it up again (the lock was
+ *	dropped, or the walk left it)
+ * @addr: where it is: everything below is populated
+ * @node_pages: per-node page counts to add to, or NULL for none
+ * @unlocked: mmap_lock could not be taken again (a fatal signal)
+ * @retried: the mapping was looked up again once after a failure
+ */
+struct mpp_walk {
+	struct mpp_request *req;
+	struct mpp_chunk *chunk;
+	struct vm_area_struct *vma;
+	unsigned long addr;
+	u64 *node_pages;
+	bool unlocked;
+	bool retried;
+};
+
+/* The walk starts at its chunk's start, mmap_lock taken: 0 or -EINTR */
+static int mpp_walk_begin(struct mpp_walk *w, struct mpp_request *req,
+			  struct mpp_chunk *chunk, u64 *node_pages)
+{
+	*w = (struct mpp_walk) {
+		.req = req, .chunk = chunk, .addr = chunk->start,
+		.node_pages = node_pages,
+	};
+	if (mmap_read_lock_killable(req->mm)) {
+		w->unlocked = true;
+		return -EINTR;
+	}
+	return 0;
+}
+
+/* mmap_lock is given back; returns where the walk got */
+static unsigned long mpp_walk_end(struct mpp_walk *w)
+{
+	if (!w->unlocked)
+		mmap_read_unlock(w->req->mm);
+	return w->addr;
+}
+
+/* mmap_lock taken again after it was dropped: 0, or -EINTR without it */
+static int mpp_walk_relock(struct mpp_walk *w)
+{
+	w->vma = NULL;
+	if (mmap_read_lock_killable(w->req->mm)) {
+		w->unlocked = true;
+		return -EINTR;
+	}
+	return 0;
+}
+
+/*
+ * Before a batch: is the walk to stop, and what is mapped at @w->addr?
+ * Returns 0 with @w->vma the mapping there, or the errno the walk stops
+ * with: -EINTR, -ECANCELED, or madvise's for the mapping.
+ */
+static int mpp_walk_vma(struct mpp_walk *w)
+{
+	if (mpp_should_stop(w->req, w->chunk, w->addr))
+		return fatal_signal_pending(current) ? -EINTR : -ECANCELED;
+	if (w->vma && w->addr < w->vma->vm_end)
+		return 0;
+	w->vma = vma_lookup(w->req->mm, w->addr);
+	if (!w->vma)
+		return -ENOMEM;
+	return mpp_check_vma(w->req, w->vma);
+}
+
+/*
+ * One batch at @w->addr of @w->vma: %MPP_GUP_BATCH pages, or one in a
+ * userfaultfd-armed mapping, whose handler answers a page at a time. The
+ * fault path may drop mmap_lock; it is taken again. Returns 0 to go on
+ * (the walk moved on, or is to look the mapping up again once), or the
+ * errno madvise() would give.
+ */
+static int mpp_walk_batch(struct mpp_walk *w)
+{
+	unsigned long nr;
+	int locked = 1;
+	long got;
+
+	nr = (min(w->chunk->end, w->vma->vm_end) - w->addr) >> PAGE_SHIFT;
+	nr = min(nr, userfaultfd_armed(w->vma) ? 1UL : MPP_GUP_BATCH);
+	got = mpp_fault_pages(w->req->mm, w->addr, nr, &locked);
+	if (!locked && mpp_walk_relock(w))
+		return -EINTR;
+	if (got > 0) {
+		if (w->node_pages)
+			mpp_count_nodes(w->req, w->addr,
+					w->addr + got * PAGE_SIZE,
+					w->node_pages);
+		atomic64_add(got * PAGE_SIZE, &w->req->bytes_done);
+		w->addr += got << PAGE_SHIFT;
+		w->retried = false;
+		return 0;
+	}
+	/*
+	 * The fault path dropped the lock and then failed on the mapping it
+	 * found again: look it up once more, as madvise() does, for its errno
+	 * (a mapping gone is ENOMEM, one changed may be EINVAL).
+	 */
+	if (!locked && !w->retried) {
+		w->retried = true;
+		return 0;
+	}
+	return got ? mpp_gup_errno(got) : -EFAULT;
+}
+
+/**
+ * mpp_fault_caller() - populate one chunk in the calling thread
+ * @req: the request
+ * @chunk: the chunk
  * @node_pages: per-node page counts to add to, or NULL for none
  * @reached: set to the end of what was populated from @chunk->start
  *
- * Faults in batches of %MPP_GUP_BATCH pages, looking up the VMA again after
- * every time mmap_lock was dropped, and stops early when the request is
- * stopped below the chunk's end or killed. Every wait, for mmap_lock or in
- * the fault path, ends at a fatal signal, the caller's or, for a worker,
- * mpp_kill()'s. The caller faults a userfaultfd-armed mapping a page at a
- * time and every %MPP_SYNC_MS tells @control how far the call got, so that
- * a cancel is seen however slowly the handler answers; a worker leaves
- * such a mapping to the caller.
+ * In batches (mpp_walk_batch()), looking the mapping up again whenever
+ * mmap_lock was dropped, and stopping early when the request is stopped
+ * below the chunk's end or the caller is killed. Every %MPP_SYNC_MS it
+ * tells @control how far the call got, with mmap_lock dropped, so that a
+ * cancel is seen however slowly a userfaultfd handler answers.
  *
  * Return: 0 when the whole chunk was populated, -ECANCELED when it was
- * stopped, -EINTR at a fatal signal, %MPP_HANDOFF when a worker met a
- * userfaultfd-armed mapping at @reached, or the errno
+ * stopped, -EINTR at a fatal signal, or the errno
  * madvise(MADV_POPULATE_WRITE) would give.
  */
-int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
-		    bool caller, u64 *node_pages, unsigned long *reached)
+int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
+		     u64 *node_pages, unsigned long *reached)
 {
-	struct mm_struct *mm = req->mm;
-	struct vm_area_struct *vma = NULL;
-	unsigned long addr = chunk->start;
-	bool retried = false;
-	int locked = 1;
-	int ret = 0;
+	struct mpp_walk w;
+	int ret;
 
-	if (mmap_read_lock_killable(mm)) {
-		ret = -EINTR;
-		goto out;
-	}
-
-	while (addr < chunk->end) {
-		bool dropped = false;
-		unsigned long nr;
-		long got;
-
-		if (mpp_should_stop(req, chunk, addr)) {
-			ret = fatal_signal_pending(current) ? -EINTR :
-			      -ECANCELED;
+	ret = mpp_walk_begin(&w, req, chunk, node_pages);
+	while (!ret && w.addr < chunk->end) {
+		ret = mpp_walk_vma(&w);
+		if (!ret)
+			ret = mpp_walk_batch(&w);
+		if (ret)
 			break;
-		}
-		/* The lock may have been dropped: look the VMA up again. */
-		if (!vma || addr >= vma->vm_end) {
-			vma = vma_lookup(mm, addr);
-			if (!vma) {
-				ret = -ENOMEM;
-				break;
-			}
-			ret = mpp_check_vma(req, vma);
-			if (ret)
-				break;
-			if (!caller && userfaultfd_armed(vma)) {
-				ret = MPP_HANDOFF;
-				break;
-			}
-		}
-
-		nr = (min(chunk->end, vma->vm_end) - addr) >> PAGE_SHIFT;
-		nr = min(nr, userfaultfd_armed(vma) ? 1UL : MPP_GUP_BATCH);
-		got = mpp_fault_pages(mm, addr, nr, &locked);
-		if (!locked) {
-			vma = NULL;
-			dropped = true;
-			if (mmap_read_lock_killable(mm)) {
-				ret = -EINTR;
-				goto out;
-			}
-			locked = 1;
-		}
-		if (got > 0) {
-			if (node_pages)
-				mpp_count_nodes(req, addr, addr + got * PAGE_SIZE,
-						node_pages);
-			atomic64_add(got * PAGE_SIZE, &req->bytes_done);
-			addr += got << PAGE_SHIFT;
-			retried = false;
-		} else if (dropped && !retried) {
-			/*
-			 * The fault path dropped the lock and then failed on
-			 * the mapping it found again: look it up once more, as
-			 * madvise() does, for its errno (a mapping gone is
-			 * ENOMEM, one changed may be EINVAL).
-			 */
-			retried = true;
-			continue;
-		} else {
-			ret = got ? mpp_gup_errno(got) : -EFAULT;
-			break;
-		}
-		if (caller && time_after_eq(jiffies, req->next_sync)) {
+		if (time_after_eq(jiffies, req->next_sync)) {
 			/* @control is user memory: never touched under the lock */
-			mmap_read_unlock(mm);
+			mmap_read_unlock(req->mm);
 			mpp_control_sync(req, true);
-			vma = NULL;
-			if (mmap_read_lock_killable(mm)) {
-				ret = -EINTR;
-				goto out;
-			}
+			ret = mpp_walk_relock(&w);
 		}
 		cond_resched();
 	}
-	mmap_read_unlock(mm);
-out:
-	*reached = addr;
-	trace_memprepop_chunk(chunk->start, chunk->end, addr, numa_node_id(),
-			      caller, ret);
+	*reached = mpp_walk_end(&w);
+	trace_memprepop_chunk(chunk->start, chunk->end, *reached,
+			      numa_node_id(), true, ret);
+	return ret;
+}
+
+/**
+ * mpp_fault_worker() - populate one chunk in a worker
+ * @req: the request
+ * @chunk: the chunk
+ * @node_pages: per-node page counts to add to, or NULL for none
+ * @reached: set to the end of what was populated from @chunk->start
+ * @handoff: set when it stopped at @reached before a userfaultfd-armed
+ *	mapping, whose faults wait for a handler: only the caller, which is
+ *	killable where the handler expects it, faults those (mpp_handoff())
+ *
+ * As mpp_fault_caller(), but a fatal signal is mpp_kill()'s (or the
+ * process's), and @control is the caller's to tell.
+ *
+ * Return: as mpp_fault_caller(); 0 with *@handoff.
+ */
+int mpp_fault_worker(struct mpp_request *req, struct mpp_chunk *chunk,
+		     u64 *node_pages, unsigned long *reached, bool *handoff)
+{
+	struct mpp_walk w;
+	int ret;
+
+	*handoff = false;
+	ret = mpp_walk_begin(&w, req, chunk, node_pages);
+	while (!ret && w.addr < chunk->end) {
+		ret = mpp_walk_vma(&w);
+		if (ret)
+			break;
+		if (userfaultfd_armed(w.vma)) {
+			*handoff = true;
+			break;
+		}
+		ret = mpp_walk_batch(&w);
+		cond_resched();
+	}
+	*reached = mpp_walk_end(&w);
+	trace_memprepop_chunk(chunk->start, chunk->end, *reached,
+			      numa_node_id(), false, ret);
 	return ret;
 }

@@ -57,8 +57,6 @@ struct vm_area_struct;
 #define MPP_GUP_BATCH		512UL
 /* How often the caller tells @control its progress and reads @cancel */
 #define MPP_SYNC_MS		100
-/* A worker faulted at a userfaultfd-armed mapping: the caller takes over */
-#define MPP_HANDOFF		1
 
 /**
  * struct mpp_identity - what makes a worker's faults the caller's own
@@ -380,8 +378,10 @@ void mpp_policy_leave(void);
 
 /* fault.c */
 int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
-int mpp_fault_chunk(struct mpp_request *req, struct mpp_chunk *chunk,
-		    bool caller, u64 *node_pages, unsigned long *reached);
+int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
+		     u64 *node_pages, unsigned long *reached);
+int mpp_fault_worker(struct mpp_request *req, struct mpp_chunk *chunk,
+		     u64 *node_pages, unsigned long *reached, bool *handoff);
 
 /* request.c */
 struct mpp_request *mpp_request_alloc(struct mm_struct *mm,

@@ -47,8 +47,8 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 
 		if (mpp_claim(req, NUMA_NO_NODE, &next_seg, &chunk) ||
 		    mpp_take_handoff(req, &chunk)) {
-			ret = mpp_fault_chunk(req, &chunk, true,
-					      req->node_pages, &reached);
+			ret = mpp_fault_caller(req, &chunk, req->node_pages,
+					       &reached);
 			mpp_chunk_finish(req, &chunk, reached, ret);
 			if (fatal_signal_pending(current))
 				return -EINTR;

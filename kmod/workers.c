@@ -32,6 +32,7 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 {
 	struct mpp_request *req = w->req;
 	unsigned long reached = chunk->start;
+	bool handoff;
 	int ret;
 
 	if (!mmget_not_zero(req->mm)) {
@@ -39,8 +40,8 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 		mpp_chunk_finish(req, chunk, reached, -ECANCELED);
 		return;
 	}
-	ret = mpp_fault_chunk(req, chunk, false, w->node_pages, &reached);
-	if (ret == MPP_HANDOFF)
+	ret = mpp_fault_worker(req, chunk, w->node_pages, &reached, &handoff);
+	if (handoff)
 		mpp_handoff(req, chunk, reached);
 	else
 		mpp_chunk_finish(req, chunk, reached, ret);
