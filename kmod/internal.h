@@ -158,6 +158,7 @@ struct mpp_segment {
  * @node: the node whose pages it faults: it runs on that node's CPUs, or,
  *	as a helper, on another node's
  * @pol: its own copy of the request's @task_pol, its task policy
+ * @own_pol: its thread's own task policy while @pol is installed
  * @next_seg: first segment that may still have work for it
  * @node_pages: pages it found per node, its row of &mpp_request.node_pages;
  *	NULL without statistics
@@ -171,6 +172,7 @@ struct mpp_worker {
 	bool working;
 	int node;
 	struct mempolicy *pol;
+	struct mempolicy *own_pol;
 	unsigned int next_seg;
 	u64 *node_pages;
 };
@@ -373,8 +375,8 @@ void mpp_tasks_exit(void);
 /* policy.c */
 int mpp_plan(struct mpp_request *req);
 void mpp_policy_init(struct mpp_request *req);
-void mpp_policy_enter(struct mempolicy *pol);
-void mpp_policy_leave(void);
+struct mempolicy *mpp_policy_enter(struct mempolicy *pol);
+void mpp_policy_leave(struct mempolicy *own);
 
 /* fault.c */
 int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);

@@ -60,19 +60,31 @@ void mpp_policy_init(struct mpp_request *req)
  * rebinds each copy once, under its own task's lock; the kernel never puts
  * a task's policy but at exit or set_mempolicy(), which a worker does not
  * reach with it installed.
+ *
+ * Return: the thread's own policy, for mpp_policy_leave(): none for a
+ * kernel thread, the one a user worker thread was created with.
  */
-void mpp_policy_enter(struct mempolicy *pol)
+struct mempolicy *mpp_policy_enter(struct mempolicy *pol)
 {
+	struct mempolicy *own;
+
 	task_lock(current);
+	own = current->mempolicy;
 	current->mempolicy = pol;
 	task_unlock(current);
+	return own;
 }
 
-/* Drop the copy: a worker never exits with it installed. */
-void mpp_policy_leave(void)
+/**
+ * mpp_policy_leave() - the thread's own policy again
+ * @own: what mpp_policy_enter() returned
+ *
+ * The copy is its caller's to free: a worker never exits with it installed.
+ */
+void mpp_policy_leave(struct mempolicy *own)
 {
 	task_lock(current);
-	current->mempolicy = NULL;
+	current->mempolicy = own;
 	task_unlock(current);
 }
 

@@ -57,7 +57,7 @@ static void mpp_worker_begin(void *data)
 	struct mpp_request *req = w->req;
 
 	mpp_identity_enter(&req->id, req->mm, &w->saved);
-	mpp_policy_enter(w->pol);
+	w->own_pol = mpp_policy_enter(w->pol);
 }
 
 /*
@@ -97,7 +97,7 @@ static void mpp_worker_end(void *data)
 {
 	struct mpp_worker *w = data;
 
-	mpp_policy_leave();
+	mpp_policy_leave(w->own_pol);
 	mpp_identity_leave(w->req->mm, &w->saved);
 	mpp_identity_disown(current);
 	mpp_worker_done(w);
