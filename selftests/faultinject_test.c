@@ -60,7 +60,6 @@ static long module_refcnt(void)
 	return read_long("/sys/module/memprepop/refcnt");
 }
 
-/* Workers drop their references as they exit, just after the call returns */
 /*
  * The module's references that are not a live worker's: each worker holds
  * one while it lives, and those that stay between calls live on, idle.

@@ -12,6 +12,10 @@
 
 #include "memprepop_test.h"
 
+/*
+ * @faults counts the pages answered, after each answer has woken the
+ * thread that faulted: read it once the handler thread is joined.
+ */
 struct uffd_handler {
 	int uffd;
 	int faults;
