@@ -40,14 +40,14 @@ CC		?= cc
 CFLAGS		?= -O2 -g
 WARN		:= -Wall -Wextra -Werror=implicit-function-declaration
 VERSION_H	:= $(B)/include/memprepop/version.h
-CPPFLAGS_USER	:= -I$(B)/include -Iuapi -Iuser/include
+CPPFLAGS_USER	:= -I$(B)/include -Iuapi -Icommon -Iuser/include
 LDLIBS_USER	:= -lnuma -lpthread
 
 LIB_SRCS	:= $(wildcard user/lib/*.c)
 LIB_STATIC_OBJS	:= $(LIB_SRCS:user/lib/%.c=$(B)/obj/static/%.o)
 LIB_SHARED_OBJS	:= $(LIB_SRCS:user/lib/%.c=$(B)/obj/shared/%.o)
 LIB_HDRS	:= user/lib/internal.h user/include/memprepop.h \
-		   uapi/linux/memprepop.h $(VERSION_H)
+		   uapi/linux/memprepop.h common/crew.h $(VERSION_H)
 LIB_A		:= $(B)/lib/libmemprepop.a
 LIB_SO		:= $(B)/lib/libmemprepop.so.$(VERSION)
 LIB_SONAME	:= libmemprepop.so.$(SOVERSION)
@@ -224,7 +224,7 @@ VM_KO		:= $(B)/vm/mod/kmod/memprepop.ko
 VM_INITRD	:= $(B)/vm/initramfs.cpio
 KSFT_INSTALL	:= $(B)/vm/kselftest
 
-$(VM_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h) | deps
+$(VM_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h) | deps
 	@echo "module: building for the test VM's $(VM_KVER)"
 	@scripts/build-module $(VM_KDIR) $(B)/vm/mod
 
@@ -242,7 +242,7 @@ $(VM_INITRD): $(VM_KO) lib tool examples ksft-install | deps
 VM2_KO		:= $(B)/vm-$(VM2_SERIES)/mod/kmod/memprepop.ko
 VM2_INITRD	:= $(B)/vm-$(VM2_SERIES)/initramfs.cpio
 
-$(VM2_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h) | deps
+$(VM2_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h) | deps
 	@test -n "$(VM2_KVER)" || { echo "no $(VM2_SERIES) kernel installed" \
 		"(make deps installs it)" >&2; exit 1; }
 	@echo "module: building for the test VM's $(VM2_KVER)"
@@ -320,11 +320,13 @@ install-module: module
 
 # The module's source where DKMS looks for it (the memprepop-dkms package)
 install-dkms-source: $(DKMS_CONF)
-	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/uapi/linux
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/uapi/linux \
+		$(DESTDIR)$(DKMS_SRC)/common
 	install -m 0644 Kbuild $(DKMS_CONF) $(DESTDIR)$(DKMS_SRC)/
 	install -m 0644 $(filter-out %.mod.c,$(wildcard kmod/*.c)) kmod/*.h \
 		kmod/Kbuild $(DESTDIR)$(DKMS_SRC)/kmod/
 	install -m 0644 uapi/linux/memprepop.h $(DESTDIR)$(DKMS_SRC)/uapi/linux/
+	install -m 0644 common/crew.h $(DESTDIR)$(DKMS_SRC)/common/
 
 install-user: lib tool docs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \

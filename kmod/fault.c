@@ -3,9 +3,6 @@
  * memprepop: faulting a chunk in, writable, the way madvise_populate() does,
  * with the same errno for the same mapping.
  */
-#include <linux/fs.h>
-#include <linux/hugetlb.h>
-#include <linux/magic.h>
 #include <linux/mm.h>
 #include <linux/mmu_context.h>
 #include <linux/sched/signal.h>
@@ -14,50 +11,6 @@
 #include "compat.h"
 #include "internal.h"
 #include "trace.h"
-
-static bool mpp_vma_is_secretmem(struct vm_area_struct *vma)
-{
-	/* vma_is_secretmem() is not exported; its files live on SECRETMEM_MAGIC */
-	return vma->vm_file &&
-	       file_inode(vma->vm_file)->i_sb->s_magic == SECRETMEM_MAGIC;
-}
-
-/*
- * Is @vma locked as mlock() leaves it? mlock_fixup() succeeds on hugetlb,
- * DAX and VM_SPECIAL mappings without setting VM_LOCKED: their pages are
- * never reclaimed anyway.
- */
-static bool mpp_vma_locked(struct vm_area_struct *vma)
-{
-	return (vma->vm_flags & (VM_LOCKED | VM_SPECIAL)) ||
-	       is_vm_hugetlb_page(vma) || vma_is_dax(vma);
-}
-
-/**
- * mpp_check_vma() - can @vma be populated writable, as requested?
- * @req: the request
- * @vma: the mapping
- *
- * Mirrors check_vma_flags() for a FOLL_WRITE fault by the caller, which
- * madvise_populate() reports as EINVAL, protection keys included: they are
- * checked against the rights the caller had when it called, whoever faults.
- *
- * Return: 0, or -EINVAL.
- */
-int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma)
-{
-	if (vma->vm_flags & (VM_IO | VM_PFNMAP))
-		return -EINVAL;
-	if (mpp_vma_is_secretmem(vma))
-		return -EINVAL;
-	if (!(vma->vm_flags & VM_WRITE))
-		return -EINVAL;
-	if (!mpp_identity_may_write(&req->id, vma))
-		return -EINVAL;
-	if ((req->flags & MEMPREPOP_F_REQUIRE_MLOCKED) && !mpp_vma_locked(vma))
-		return -EINVAL;
-	return 0;
-}
 
 /* The errno madvise_populate() reports for a get_user_pages() failure. */
 static int mpp_gup_errno(long err)
@@ -105,7 +58,7 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 		for (i = 0; i < got; i++) {
 			int nid = page_to_nid(pages[i]);
 
-			if (nid < req->nr_stat_nodes)
+			if (nid < req->out.nr_stat_nodes)
 				node_pages[nid]++;
 			put_page(pages[i]);
 		}
@@ -240,7 +193,7 @@ static int mpp_walk_batch(struct mpp_walk *w)
 			mpp_count_nodes(w->req, w->addr,
 					w->addr + got * PAGE_SIZE,
 					w->node_pages);
-		atomic64_add(got * PAGE_SIZE, &w->req->bytes_done);
+		atomic64_add(got * PAGE_SIZE, &w->req->out.bytes_done);
 		w->addr += got << PAGE_SHIFT;
 		w->retried = false;
 		return 0;
@@ -309,7 +262,7 @@ int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
  * @reached: set to the end of what was populated from @chunk->start
  * @handoff: set when it stopped at @reached before a userfaultfd-armed
  *	mapping, whose faults wait for a handler: only the caller, which is
- *	killable where the handler expects it, faults those (mpp_handoff())
+ *	killable where the handler expects it, faults those (mpp_plan_handoff())
  *
  * As mpp_fault_caller(), but a fatal signal is mpp_kill()'s (or the
  * process's), and @control is the caller's to tell.

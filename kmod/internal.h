@@ -3,19 +3,29 @@
  * memprepop: the module's internal interfaces, not an ABI. The floors, each
  * calling only those below it:
  *
- *   main.c      the device and its ioctls
- *   populate.c  one populate call, start to end, and the caller's share
- *   workers.c   the per-node workers of a call
+ *   main.c      the device, its files and ioctls
+ *   uapi.c      every copy from and to user space of the ioctls
+ *   populate.c  the job: a request's life, its start, the caller's share,
+ *               its end
+ *   workers.c   the crew: how many workers on which node, found, started,
+ *               killed, and telling whoever waits for them
  *   pool.c      the threads of a process, bounded and kept; their work in
  *               steps
  *   kthread.c   workers as kernel threads, or
  *   vtask.c     workers as user worker threads of the caller (vhost_task):
  *               one of the two is built in (Kbuild)
- *   policy.c    the plan: which node each part of the range goes to
- *   fault.c     faulting a chunk in, as madvise_populate() does
- *   request.c   the request's bookkeeping: chunks, failures, progress
+ *   fault.c     faulting a chunk in, as madvise_populate() does, as the
+ *               caller or as a worker
+ *   outcome.c   how far each range got: done chunks, failures, kills,
+ *               progress
+ *   plan.c      the ranges cut into segments and chunks, which nodes' workers
+ *               serve each, claiming and handing back chunks
+ *   policy.c    placement: the nodes a policy puts a page on; workers fault
+ *               with the caller's task policy
  *
- * and beside them identity.c (a worker becomes the caller) and stats.c.
+ * and beside them identity.c (a worker becomes the caller), stats.c, and
+ * ../common/crew.h, the arithmetic of how many threads on which node, which
+ * the library's fallback shares.
  */
 #ifndef _MEMPREPOP_INTERNAL_H
 #define _MEMPREPOP_INTERNAL_H
@@ -30,6 +40,8 @@
 #include <linux/wait.h>
 #include <linux/compiler_types.h>
 #include <uapi/linux/sched/types.h>
+
+#include "crew.h"
 
 struct cred;
 struct eventfd_ctx;
@@ -49,10 +61,6 @@ struct vm_area_struct;
 /* Most ranges in one call: their state is 64 bytes each, charged */
 #define MPP_MAX_RANGES		65536
 
-/* The unit of work handed to a worker; also the kill latency bound. */
-#define MPP_CHUNK_SIZE		(16UL << 20)
-/* No worker is started for less than this much of a node's memory. */
-#define MPP_MIN_PER_WORKER	(8UL << 20)
 /* Pages per get_user_pages_remote() call: how often a worker looks up. */
 #define MPP_GUP_BATCH		512UL
 /* How often the caller tells @control its progress and reads @cancel */
@@ -94,20 +102,51 @@ struct mpp_identity_saved {
 };
 
 /**
+ * struct mpp_call - a populate call as the edge (uapi.c) read it
+ * @flags: %MEMPREPOP_F_* of the call
+ * @max_workers: most workers to use, 0 for the module's choice
+ * @nr_ranges: its ranges: the one range of @addr and @len is one
+ * @nr_stat_nodes: nodes to count pages on, 0 for no statistics
+ * @eventfd: with %MEMPREPOP_F_EVENTFD, the eventfd descriptor
+ * @control: where the caller follows the progress, or NULL
+ * @uargs: where the caller has its structure, for the outputs
+ * @usize: its size there
+ * @uranges: where it has its array of ranges, or NULL for the one range
+ * @range_size: the size of each of their entries
+ * @unode_pages: where it has its node counts, or NULL
+ */
+struct mpp_call {
+	u64 flags;
+	unsigned int max_workers;
+	unsigned int nr_ranges;
+	unsigned int nr_stat_nodes;
+	int eventfd;
+	struct memprepop_control __user *control;
+	void __user *uargs;
+	size_t usize;
+	u8 __user *uranges;
+	u32 range_size;
+	u64 __user *unode_pages;
+};
+
+/**
  * struct mpp_range - one range of a request, reported as a call of its own
  * @start: start of the range
  * @end: end of the range
  * @bad: the range's own -EINVAL (unaligned, wraps): nothing of it is done
  * @stop_at: nothing at or above it is populated any more: the lowest
  *	failure, or the end of what the plan could cover; under
- *	&mpp_request.lock
+ *	&mpp_outcome.lock
  * @err: the errno of the failure at @stop_at
  * @hole_at: the first hole the plan stepped over, on kernels whose
  *	madvise() goes on past holes (compat.h); @end when none
- * @first_seg: index of its first segment
+ * @first_seg: index of its first segment in the plan
  * @nr_segs: its segments
- * @first_chunk: index of its first chunk among all the request's chunks
+ * @first_chunk: index of its first chunk among all the plan's chunks
  * @nr_chunks: its chunks
+ * @populated: once the request is over, how far it got (mpp_outcome_end())
+ * @error: once the request is over, 0 or the errno a call of it alone
+ *	would have returned
  */
 struct mpp_range {
 	unsigned long start;
@@ -120,6 +159,8 @@ struct mpp_range {
 	unsigned int nr_segs;
 	unsigned long first_chunk;
 	unsigned long nr_chunks;
+	u64 populated;
+	int error;
 };
 
 /**
@@ -129,7 +170,7 @@ struct mpp_range {
  * @end: end address, page aligned
  * @chunk_size: chunks are cut at multiples of it (at least the page size of
  *	the mapping, so a huge page is never split between workers)
- * @first_chunk: index of its first chunk among all the request's chunks
+ * @first_chunk: index of its first chunk among all the plan's chunks
  * @nr_chunks: chunks in the segment
  * @next_chunk: the next of its chunks to hand out
  * @nodes: nodes its pages will be placed on, per its memory policy
@@ -151,19 +192,64 @@ struct mpp_segment {
 };
 
 /**
+ * struct mpp_chunk - a piece of a segment, claimed by one thread
+ * @seg: its segment
+ * @index: its index among all chunks of the plan
+ * @start: first address
+ * @end: end address
+ */
+struct mpp_chunk {
+	struct mpp_segment *seg;
+	unsigned long index;
+	unsigned long start;
+	unsigned long end;
+};
+
+/**
+ * struct mpp_placement - where the caller's own faults would put pages
+ * @caller_node: the node the caller ran on when it called
+ * @task_pol: the memory policy workers fault with where a range has no VMA
+ *	policy: a copy of the caller's task policy, or, when it has none or a
+ *	local one, a preferred-node policy for the caller's node, which does
+ *	not depend on where the faulting thread runs
+ */
+struct mpp_placement {
+	int caller_node;
+	struct mempolicy task_pol;
+};
+
+/**
+ * struct mpp_plan - the ranges cut into segments and chunks (plan.c)
+ * @segs: the segments, range by range, each range's in address order
+ * @nr_segs: segments in @segs
+ * @nr_chunks: chunks in all segments
+ * @caller_segs: segments only the caller may fault are still unclaimed
+ * @lock: protects @handoffs
+ * @handoffs: chunks workers left to the caller
+ */
+struct mpp_plan {
+	struct mpp_segment *segs;
+	unsigned int nr_segs;
+	unsigned long nr_chunks;
+	bool caller_segs;
+	spinlock_t lock;	/* @handoffs */
+	struct list_head handoffs;
+};
+
+/**
  * struct mpp_worker - one thread working for a request
  * @req: the request
  * @thread: the thread
  * @saved: its own identity while it is the caller's
  * @node: the node whose pages it faults: it runs on that node's CPUs, or,
  *	as a helper, on another node's
- * @pol: its own copy of the request's @task_pol, its task policy
+ * @pol: its own copy of the request's task policy
  * @own_pol: its thread's own task policy while @pol is installed
  * @next_seg: first segment that may still have work for it
- * @node_pages: pages it found per node, its row of &mpp_request.node_pages;
+ * @node_pages: pages it found per node, its row of &mpp_outcome.node_pages;
  *	NULL without statistics
- * @working: its thread still works for the request, so mpp_kill() may
- *	signal it; under &mpp_request.lock
+ * @working: its thread still works for the request, so mpp_crew_kill() may
+ *	signal it; under &mpp_crew.lock
  */
 struct mpp_worker {
 	struct mpp_request *req;
@@ -178,135 +264,162 @@ struct mpp_worker {
 };
 
 /**
- * struct mpp_chunk - a piece of a segment, claimed by one thread
- * @seg: its segment
- * @index: its index among all chunks of the request
- * @start: first address
- * @end: end address
+ * struct mpp_crew - the workers of a request (workers.c)
+ * @workers: the workers, @nr_workers of them
+ * @nr_workers: workers found
+ * @per_node: from sizing to starting, workers wanted per node
+ * @help: from sizing to starting, the helpers wanted, @nr_help of them
+ * @nr_help: helpers wanted
+ * @sized: workers wanted in all: at most this many are found
+ * @active: workers still running
+ * @wq: the caller waits here for the workers and for handoffs
+ * @lock: protects the workers' @working and @poll_wq
+ * @poll_wq: in the background, the file's poll wait queue until the file
+ *	reaps or gives up the request (mpp_notify_detach()), told when the
+ *	request wants to be reaped
+ * @eventfd: in the background, the eventfd told the same while @poll_wq
+ *	is set, or NULL
  */
-struct mpp_chunk {
-	struct mpp_segment *seg;
-	unsigned long index;
-	unsigned long start;
-	unsigned long end;
+struct mpp_crew {
+	struct mpp_worker *workers;
+	unsigned int nr_workers;
+	unsigned int *per_node;
+	struct mpp_crew_helper *help;
+	unsigned int nr_help;
+	unsigned int sized;
+	atomic_t active;
+	wait_queue_head_t wq;
+	spinlock_t lock;	/* the workers' @working, @poll_wq */
+	struct wait_queue_head *poll_wq;
+	struct eventfd_ctx *eventfd;
 };
 
 /**
- * struct mpp_handoff - the rest of a chunk a worker leaves to the caller
- * @node: in &mpp_request.handoffs
- * @chunk: what is left of the chunk
+ * struct mpp_partial - where a kill stopped a thread inside a chunk
+ * @chunk: the chunk's index
+ * @addr: populated from its start up to here
  */
-struct mpp_handoff {
-	struct list_head node;
-	struct mpp_chunk chunk;
+struct mpp_partial {
+	unsigned long chunk;
+	unsigned long addr;
 };
 
 /**
- * struct mpp_request - one MEMPREPOP_IOC_POPULATE call
+ * struct mpp_outcome - how far a request got (outcome.c)
+ * @lock: protects the ranges' @stop_at and @err, and @partial
+ * @abort_err: why the call was stopped other than by a failure in a range:
+ *	-ECANCELED through @control, -EFAULT for a bad @control
+ * @bytes_done: bytes populated so far
+ * @partial: per chunk that a kill interrupted, where it stopped: one per
+ *	thread at most, @max_partial
+ * @nr_partial: entries in @partial
+ * @max_partial: room in @partial: the caller and its workers
+ * @nr_stat_nodes: nodes counted in @node_pages, 0 for no statistics
+ * @node_pages: pages found per node, a row of @nr_stat_nodes per thread,
+ *	the caller's first; once the request is over, the first row is the sum
+ * @chunk_done: bit per chunk of the plan, set when it was populated
+ *	completely
+ * @populated: once the request is over, what all its ranges populated
+ */
+struct mpp_outcome {
+	spinlock_t lock;	/* ranges' @stop_at, @err; @partial */
+	int abort_err;
+	atomic64_t bytes_done;
+	struct mpp_partial *partial;
+	unsigned int nr_partial;
+	unsigned int max_partial;
+	unsigned int nr_stat_nodes;
+	u64 *node_pages;
+	unsigned long *chunk_done;
+	u64 populated;
+};
+
+/**
+ * struct mpp_request - one MEMPREPOP_IOC_POPULATE call: the job descriptor
  * @ref: held by the caller (or the file, in the background) and by each
  *	worker
  * @mm: the caller's mm; the request holds it with mmgrab() only, and each
  *	thread takes a user reference for as long as it faults, so that the
  *	process exiting ends the request rather than keeping its memory
  * @id: the caller's identity, which its workers take on
- * @args: the call's structure, as the module knows it; outputs go there
- * @uargs: where the caller has it
- * @usize: its size there
+ * @call: the call, as the edge read it
  * @t0: when the call started, ktime_get_ns()
- * @flags: %MEMPREPOP_F_* of the call
- * @ranges: the ranges, @nr_ranges of them: the call's one range when it
- *	gave none
- * @caller_node: the node the caller ran on when it called
- * @task_pol: the memory policy workers fault with where a range has no VMA
- *	policy: a copy of the caller's task policy, or, when it has none or a
- *	local one, a preferred-node policy for the caller's node, which does
- *	not depend on where the faulting thread runs
- * @segs: the plan, range by range, each in address order
- * @nr_segs: segments in @segs
- * @nr_chunks: chunks in all segments
- * @chunk_done: bit per chunk, set when it was populated completely
- * @lock: protects the ranges' @stop_at and @err, @partial, @handoffs,
- *	@poll_wq and the workers' @working
+ * @nsecs: once it is over, how long it took
+ * @ranges: the ranges, @nr_ranges of them
+ * @nr_ranges: entries in @ranges
+ * @place: where the caller's faults would put pages (policy.c)
+ * @plan: what is to be faulted, in chunks (plan.c)
+ * @crew: who faults it (workers.c)
+ * @out: how far it got (outcome.c)
  * @killed: a fatal signal reached the caller, it was cancelled, its file
  *	was released or its process is gone; everyone stops
- * @abort_err: why the call was stopped other than by a failure in a range:
- *	-ECANCELED through @control, -EFAULT for a bad @control
- * @control: where the caller follows the progress, or NULL
  * @next_sync: jiffies when @control is next synced
- * @bytes_done: bytes populated so far
- * @partial: per chunk that a kill interrupted, where it stopped
- * @nr_partial: entries in @partial
- * @handoffs: chunks workers left to the caller, under @lock
- * @workers: the workers, @nr_workers of them
- * @nr_workers: number of workers
- * @active: workers still running
- * @wq: the caller waits here for the workers and for handoffs
- * @caller_segs: segments only the caller may fault are in the plan
- * @poll_wq: in the background, the file's poll wait queue until the file
- *	reaps or gives up the request (mpp_notify_detach()), told when the
- *	request wants to be reaped; under @lock
- * @eventfd: in the background, the eventfd told the same while @poll_wq
- *	is set, or NULL
- * @nr_stat_nodes: nodes counted in @node_pages, 0 for no statistics
- * @node_pages: pages found per node, a row of @nr_stat_nodes for the caller
- *	then one per worker
  */
 struct mpp_request {
 	struct kref ref;
 	struct mm_struct *mm;
 	struct mpp_identity id;
-	struct memprepop_populate args;
-	void __user *uargs;
-	size_t usize;
+	struct mpp_call call;
 	u64 t0;
-	u64 flags;
+	u64 nsecs;
 	struct mpp_range *ranges;
 	unsigned int nr_ranges;
-	int caller_node;
-	struct mempolicy task_pol;
-
-	struct mpp_segment *segs;
-	unsigned int nr_segs;
-	unsigned long nr_chunks;
-	unsigned long *chunk_done;
-
-	spinlock_t lock;	/* ranges' @stop_at, @err; @partial, ... */
+	struct mpp_placement place;
+	struct mpp_plan plan;
+	struct mpp_crew crew;
+	struct mpp_outcome out;
 	bool killed;
-	int abort_err;
-	struct memprepop_control __user *control;
 	unsigned long next_sync;
-	atomic64_t bytes_done;
-	struct {
-		unsigned long chunk;
-		unsigned long addr;
-	} *partial;
-	unsigned int nr_partial;
-	struct list_head handoffs;
-
-	struct mpp_worker *workers;
-	unsigned int nr_workers;
-	atomic_t active;
-	wait_queue_head_t wq;
-	bool caller_segs;
-	struct wait_queue_head *poll_wq;
-	struct eventfd_ctx *eventfd;
-
-	unsigned int nr_stat_nodes;
-	u64 *node_pages;
 };
 
+/* uapi.c: every copy from and to user space of the ioctls */
+int mpp_uapi_info_put(void __user *uarg, size_t usize);
+int mpp_uapi_populate_get(void __user *uarg, size_t usize,
+			  struct memprepop_populate *args,
+			  struct mpp_call *call);
+int mpp_uapi_ranges_get(const struct mpp_call *call,
+			const struct memprepop_populate *args,
+			struct mpp_range *ranges);
+int mpp_uapi_populate_put(const struct mpp_call *call,
+			  const struct mpp_request *req, int ret);
+int mpp_uapi_wait_get(void __user *uarg, size_t usize,
+		      struct memprepop_wait *args);
+int mpp_uapi_wait_put(void __user *uarg, size_t usize,
+		      const struct memprepop_wait *args);
+int mpp_uapi_control_sync(struct memprepop_control __user *control, u64 done,
+			  u32 *cancel);
+
 /* populate.c */
-struct mpp_request *mpp_populate_start(struct memprepop_populate *args,
-				       void __user *uargs, size_t usize,
-				       struct wait_queue_head *poll_wq,
-				       struct mpp_pool **keep);
+struct mpp_request *mpp_request_alloc(const struct mpp_call *call);
+void mpp_request_release(struct kref *ref);
+int mpp_populate_start(struct mpp_request *req,
+		       struct wait_queue_head *poll_wq, struct mpp_pool **keep);
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
 bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);
 
+/* A reference of the caller, the file or a worker is let go */
+static inline void mpp_request_put(struct mpp_request *req)
+{
+	kref_put(&req->ref, mpp_request_release);
+}
+
+/* The request is over for everyone at their next batch; nobody is woken */
+static inline void mpp_cancel(struct mpp_request *req)
+{
+	WRITE_ONCE(req->killed, true);
+}
+
 /* workers.c */
-int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
-		      struct mpp_pool **keep);
+int mpp_crew_init(struct mpp_crew *crew, const struct mpp_call *call,
+		  struct wait_queue_head *poll_wq);
+void mpp_crew_destroy(struct mpp_crew *crew);
+unsigned int mpp_crew_size(struct mpp_request *req);
+int mpp_crew_start(struct mpp_request *req, struct mpp_pool **keep);
+void mpp_kill(struct mpp_request *req);
+void mpp_notify(struct mpp_request *req);
+void mpp_notify_detach(struct mpp_request *req);
+bool mpp_crew_done(struct mpp_request *req);
 
 /**
  * struct mpp_work_ops - what a thread does with the work it is given
@@ -372,41 +485,46 @@ bool mpp_task_caller_freezing(void);
 int mpp_tasks_init(void);
 void mpp_tasks_exit(void);
 
+/* plan.c */
+int mpp_plan_make(struct mpp_request *req);
+void mpp_plan_destroy(struct mpp_plan *plan);
+void mpp_plan_serve(struct mpp_plan *plan, const struct mpp_crew_topo *topo,
+		    const unsigned int *count, unsigned long long *demand);
+void mpp_plan_caller_only(struct mpp_plan *plan);
+bool mpp_plan_claim(struct mpp_request *req, int node, unsigned int *next_seg,
+		    struct mpp_chunk *chunk);
+bool mpp_plan_undone(const struct mpp_plan *plan, const struct mpp_range *range,
+		     const unsigned long *done, struct mpp_chunk *chunk);
+int mpp_plan_handoff(struct mpp_plan *plan, const struct mpp_chunk *chunk,
+		     unsigned long reached);
+bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk);
+bool mpp_plan_has_handoff(struct mpp_plan *plan);
+int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
+
 /* policy.c */
-int mpp_plan(struct mpp_request *req);
-void mpp_policy_init(struct mpp_request *req);
+void mpp_policy_init(struct mpp_placement *place);
+void mpp_policy_nodes_at(const struct mpp_placement *place,
+			 struct vm_area_struct *vma, unsigned long addr,
+			 unsigned long *end, nodemask_t *nodes);
 struct mempolicy *mpp_policy_enter(struct mempolicy *pol);
 void mpp_policy_leave(struct mempolicy *own);
 
 /* fault.c */
-int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
 int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
 		     u64 *node_pages, unsigned long *reached);
 int mpp_fault_worker(struct mpp_request *req, struct mpp_chunk *chunk,
 		     u64 *node_pages, unsigned long *reached, bool *handoff);
 
-/* request.c */
-struct mpp_request *mpp_request_alloc(struct mm_struct *mm,
-				      unsigned int nr_ranges,
-				      unsigned int nr_stat_nodes);
-void mpp_request_put(struct mpp_request *req);
+/* outcome.c */
+int mpp_outcome_init(struct mpp_outcome *out, unsigned long nr_chunks,
+		     unsigned int nr_threads, unsigned int nr_stat_nodes);
+void mpp_outcome_destroy(struct mpp_outcome *out);
 void mpp_stop(struct mpp_request *req, struct mpp_range *range,
 	      unsigned long addr, int err);
-void mpp_cancel(struct mpp_request *req);
-void mpp_kill(struct mpp_request *req);
-void mpp_notify(struct mpp_request *req);
-void mpp_notify_detach(struct mpp_request *req);
-bool mpp_claim(struct mpp_request *req, int node, unsigned int *next_seg,
-	       struct mpp_chunk *chunk);
 void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		      unsigned long reached, int err);
-void mpp_handoff(struct mpp_request *req, struct mpp_chunk *chunk,
-		 unsigned long reached);
-bool mpp_take_handoff(struct mpp_request *req, struct mpp_chunk *chunk);
-bool mpp_has_handoff(struct mpp_request *req);
 void mpp_control_sync(struct mpp_request *req, bool caller);
-unsigned long mpp_populated_end(struct mpp_request *req,
-				struct mpp_range *range);
+int mpp_outcome_finish(struct mpp_request *req);
 
 /* identity.c */
 void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
@@ -426,7 +544,7 @@ bool mpp_identity_may_write(const struct mpp_identity *id,
 /* stats.c */
 struct attribute_group;
 extern const struct attribute_group *memprepop_stats_groups[];
-void mpp_stats_account(const struct memprepop_populate *args, int ret);
+void mpp_stats_account(u64 populated, u64 nsecs, int ret);
 void mpp_stats_workers(unsigned int created, unsigned int reused);
 
 #endif /* _MEMPREPOP_INTERNAL_H */

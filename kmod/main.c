@@ -42,29 +42,6 @@ struct mpp_file {
 	struct mpp_pool *pool;
 };
 
-static long memprepop_ioctl_info(void __user *uarg, size_t usize)
-{
-	struct memprepop_info info = {
-		.flags = MEMPREPOP_F_SUPPORTED,
-		.populate_size = sizeof(struct memprepop_populate),
-		.info_size = sizeof(struct memprepop_info),
-		.max_workers = num_online_cpus(),
-		.max_ranges = MPP_MAX_RANGES,
-		.range_size = sizeof(struct memprepop_range),
-	};
-
-	if (usize < MEMPREPOP_INFO_SIZE_VER0)
-		return -EINVAL;
-
-	if (copy_to_user(uarg, &info, min(usize, sizeof(info))))
-		return -EFAULT;
-	/* A newer caller's fields that this module does not know read as 0 */
-	if (usize > sizeof(info) &&
-	    clear_user(uarg + sizeof(info), usize - sizeof(info)))
-		return -EFAULT;
-	return 0;
-}
-
 static void mpp_file_set_bg(struct mpp_file *f, struct mpp_request *req)
 {
 	spin_lock(&f->bg_lock);
@@ -98,50 +75,89 @@ static void mpp_file_drop_orphan(struct mpp_file *f)
 	mpp_file_drop_bg(f);
 }
 
-static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
-				     size_t usize)
+/*
+ * A call read and its ranges with it: the request, or NULL with *@ret set
+ * (0 when there was nothing to do).
+ */
+static struct mpp_request *mpp_call_read(struct mpp_call *call,
+					 void __user *uarg, size_t usize,
+					 int *ret)
 {
 	struct memprepop_populate args;
 	struct mpp_request *req;
+
+	*ret = mpp_uapi_populate_get(uarg, usize, &args, call);
+	if (*ret || !call->nr_ranges)
+		return NULL;
+	/* A thread without an mm (a kernel thread) has nothing to populate */
+	if (!current->mm) {
+		*ret = -EINVAL;
+		return NULL;
+	}
+	req = mpp_request_alloc(call);
+	if (!req) {
+		*ret = -ENOMEM;
+		return NULL;
+	}
+	*ret = mpp_uapi_ranges_get(call, &args, req->ranges);
+	if (*ret) {
+		mpp_request_put(req);
+		return NULL;
+	}
+	return req;
+}
+
+/*
+ * A call is over, whichever way: its outputs written, counted. Returns its
+ * result.
+ */
+static int mpp_call_end(const struct mpp_call *call,
+			const struct mpp_request *req, int ret)
+{
+	if (!call->uargs)
+		return ret;
+	ret = mpp_uapi_populate_put(call, req, ret);
+	if (req)
+		mpp_stats_account(req->out.populated, req->nsecs, ret);
+	return ret;
+}
+
+static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
+				     size_t usize)
+{
+	struct mpp_request *req;
+	struct mpp_call call;
 	int ret;
 
-	if (usize < MEMPREPOP_POPULATE_SIZE_VER0)
-		return -EINVAL;
-	ret = copy_struct_from_user(&args, sizeof(args), uarg, usize);
-	if (ret)
-		return ret;
-	/* A thread without an mm (a kernel thread) has nothing to populate */
-	if (!current->mm)
-		return -EINVAL;
-	/* As madvise() takes it: a tagged pointer names the same memory */
-	args.addr = untagged_addr(args.addr);
+	req = mpp_call_read(&call, uarg, usize, &ret);
+	if (!req)
+		return mpp_call_end(&call, NULL, ret);
 
-	if (!(args.flags & MEMPREPOP_F_BACKGROUND)) {
-		req = mpp_populate_start(&args, uarg, usize, NULL, &f->pool);
-		if (IS_ERR_OR_NULL(req)) {
-			/* Nothing done: the outputs are zero */
-			if (copy_to_user(uarg, &args, min(usize, sizeof(args))))
-				return -EFAULT;
-			return PTR_ERR_OR_ZERO(req);
-		}
+	if (!(call.flags & MEMPREPOP_F_BACKGROUND)) {
+		ret = mpp_populate_start(req, NULL, &f->pool);
+		if (ret)
+			goto out_end;
 		ret = mpp_populate_finish(req, false);
-		mpp_request_put(req);
-		return ret;
+		/* Nothing written: the call starts again once thawed */
+		if (ret != -ERESTARTNOINTR)
+			ret = mpp_call_end(&call, req, ret);
+		goto out_put;
 	}
 
-	if (mutex_lock_killable(&f->lock))
-		return -EINTR;
+	if (mutex_lock_killable(&f->lock)) {
+		ret = -EINTR;
+		goto out_end;
+	}
 	mpp_file_drop_orphan(f);
 	if (f->bg) {
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	req = mpp_populate_start(&args, uarg, usize, &f->poll_wq,
-				 &f->pool);
-	if (IS_ERR(req)) {
-		ret = PTR_ERR(req);
+	ret = mpp_populate_start(req, &f->poll_wq, &f->pool);
+	if (ret)
 		goto out_unlock;
-	}
+	/* The file's reference, until reaped */
+	kref_get(&req->ref);
 	mpp_file_set_bg(f, req);
 	/*
 	 * Its workers may be done already, and poll() woken while the file
@@ -149,9 +165,14 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	 */
 	if (mpp_populate_ready(req))
 		wake_up_poll(&f->poll_wq, EPOLLIN | EPOLLRDNORM);
-	ret = 0;
 out_unlock:
 	mutex_unlock(&f->lock);
+out_end:
+	/* A call that failed before it had an outcome: outputs of nothing */
+	if (ret)
+		ret = mpp_call_end(&call, NULL, ret);
+out_put:
+	mpp_request_put(req);
 	return ret;
 }
 
@@ -162,14 +183,9 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 	struct mpp_request *req;
 	int ret;
 
-	if (usize < MEMPREPOP_WAIT_SIZE_VER0)
-		return -EINVAL;
-	ret = copy_struct_from_user(&args, sizeof(args), uarg, usize);
+	ret = mpp_uapi_wait_get(uarg, usize, &args);
 	if (ret)
 		return ret;
-	if ((args.flags & ~MEMPREPOP_WAIT_NOHANG) || args.__reserved)
-		return -EINVAL;
-
 	if (mutex_lock_killable(&f->lock))
 		return -EINTR;
 	mpp_file_drop_orphan(f);
@@ -182,21 +198,18 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 		ret = -EPERM;
 		goto out_unlock;
 	}
-	args.result = mpp_populate_finish(req,
-					  args.flags & MEMPREPOP_WAIT_NOHANG);
+	ret = mpp_populate_finish(req, args.flags & MEMPREPOP_WAIT_NOHANG);
 	/* Not done yet, or to be frozen first (then the wait starts again) */
-	if (args.result == -EAGAIN || args.result == -ERESTARTNOINTR) {
-		ret = args.result;
+	if (ret == -EAGAIN || ret == -ERESTARTNOINTR)
 		goto out_unlock;
-	}
+	args.result = mpp_call_end(&req->call, req, ret);
 	if (args.result == -EINTR && fatal_signal_pending(current)) {
 		/* Dying: the release of the file will see to the request */
 		ret = -EINTR;
 		goto out_unlock;
 	}
 	mpp_file_drop_bg(f);
-	ret = copy_to_user(uarg, &args, min(usize, sizeof(args))) ?
-	      -EFAULT : 0;
+	ret = mpp_uapi_wait_put(uarg, usize, &args);
 out_unlock:
 	mutex_unlock(&f->lock);
 	return ret;
@@ -210,7 +223,7 @@ static long memprepop_ioctl(struct file *file, unsigned int cmd,
 	size_t usize = _IOC_SIZE(cmd);
 
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_INFO))
-		return memprepop_ioctl_info(uarg, usize);
+		return mpp_uapi_info_put(uarg, usize);
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_POPULATE))
 		return memprepop_ioctl_populate(f, uarg, usize);
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_WAIT))

@@ -12,15 +12,16 @@
 static atomic64_t mpp_calls, mpp_failed, mpp_interrupted, mpp_bytes,
 		  mpp_nsecs, mpp_workers_started, mpp_workers_reused;
 
-void mpp_stats_account(const struct memprepop_populate *args, int ret)
+/* A call that had a request is over: @populated bytes in @nsecs */
+void mpp_stats_account(u64 populated, u64 nsecs, int ret)
 {
 	atomic64_inc(&mpp_calls);
 	if (ret == -EINTR)
 		atomic64_inc(&mpp_interrupted);
 	else if (ret)
 		atomic64_inc(&mpp_failed);
-	atomic64_add(args->populated, &mpp_bytes);
-	atomic64_add(args->nsecs, &mpp_nsecs);
+	atomic64_add(populated, &mpp_bytes);
+	atomic64_add(nsecs, &mpp_nsecs);
 }
 
 void mpp_stats_workers(unsigned int created, unsigned int reused)

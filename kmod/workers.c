@@ -1,27 +1,146 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: the per-node workers of a request.
+ * memprepop: the crew of a request, its per-node workers.
  *
  * Each node whose memory the range goes to gets workers on the CPUs of that
  * node that the caller may run on, one per CPU at most and one per
- * MPP_MIN_PER_WORKER of its share at most; a node with memory but without
- * such CPUs is served by the nearest node that has them. A caller that asks
- * for more workers than that, with MEMPREPOP_F_BORROW_CPUS, gets helpers on
- * its CPUs the others leave idle, nearest first. Workers are kernel threads
- * that take on the caller's identity (identity.c) and never run outside its
- * CPU mask. All are found before any of them starts faulting: threads that
- * stayed from the caller's earlier calls, or new ones (pool.c).
- * A worker that cannot be had (a bound, a pids limit, no memory) only means
- * fewer workers: with none, the caller faults the range itself, as
- * madvise() would.
+ * MPP_CREW_MIN_PER_WORKER of its share at most; a node with memory but
+ * without such CPUs is served by the nearest node that has them. A caller
+ * that asks for more workers than that, with MEMPREPOP_F_BORROW_CPUS, gets
+ * helpers on its CPUs the others leave idle, nearest first (the arithmetic
+ * is ../common/crew.h's, shared with the library). Workers take on the
+ * caller's identity (identity.c) and never run outside its CPU mask. All
+ * are found before any of them starts faulting: threads that stayed from
+ * the caller's earlier calls, or new ones (pool.c). A worker that cannot be
+ * had (a bound, a pids limit, no memory) only means fewer workers: with
+ * none, the caller faults the range itself, as madvise() would.
+ *
+ * The crew also tells whoever waits for it: the calling thread, and in the
+ * background the file's poll() and eventfd.
  */
 #include <linux/cpumask.h>
+#include <linux/eventfd.h>
+#include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/topology.h>
 
+#include "compat.h"
 #include "internal.h"
+
+/**
+ * mpp_crew_init() - a crew without workers, and whom it tells
+ * @crew: the request's, zeroed
+ * @call: the call: in the background the file's poll() is told, and with
+ *	%MEMPREPOP_F_EVENTFD its eventfd
+ * @poll_wq: the file's poll wait queue
+ *
+ * Return: 0, or -EBADF for an eventfd descriptor that is not one.
+ */
+int mpp_crew_init(struct mpp_crew *crew, const struct mpp_call *call,
+		  struct wait_queue_head *poll_wq)
+{
+	struct eventfd_ctx *efd;
+
+	init_waitqueue_head(&crew->wq);
+	spin_lock_init(&crew->lock);
+	if (!(call->flags & MEMPREPOP_F_BACKGROUND))
+		return 0;
+	crew->poll_wq = poll_wq;
+	if (!(call->flags & MEMPREPOP_F_EVENTFD))
+		return 0;
+	efd = eventfd_ctx_fdget(call->eventfd);
+	if (IS_ERR(efd))
+		return -EBADF;
+	crew->eventfd = efd;
+	return 0;
+}
+
+/* What the crew allocated; its workers are done, or were never started */
+void mpp_crew_destroy(struct mpp_crew *crew)
+{
+	if (crew->eventfd)
+		eventfd_ctx_put(crew->eventfd);
+	kfree(crew->help);
+	kfree(crew->per_node);
+	kvfree(crew->workers);
+}
+
+/**
+ * mpp_notify() - wake whoever waits for the request to want its caller
+ * @req: the request: its last worker is done, or a chunk was handed back
+ *
+ * The calling thread waits on the crew's @wq; in the background, while the
+ * request is attached to its file, poll() on the file and the eventfd are
+ * told as well, under the crew's lock, so that once mpp_notify_detach() has
+ * run no thread of the request touches either.
+ */
+void mpp_notify(struct mpp_request *req)
+{
+	struct mpp_crew *crew = &req->crew;
+
+	wake_up(&crew->wq);
+	spin_lock(&crew->lock);
+	if (crew->poll_wq) {
+		wake_up_poll(crew->poll_wq, EPOLLIN | EPOLLRDNORM);
+		if (crew->eventfd)
+			mpp_eventfd_signal(crew->eventfd);
+	}
+	spin_unlock(&crew->lock);
+}
+
+/**
+ * mpp_notify_detach() - the request's file is told nothing more of it
+ * @req: a background request, reaped or given up by its file
+ *
+ * After it the file may be freed, and its next request's eventfd count is
+ * that request's own: a worker still finishing this one either told the
+ * file before, or sees it detached.
+ */
+void mpp_notify_detach(struct mpp_request *req)
+{
+	spin_lock(&req->crew.lock);
+	req->crew.poll_wq = NULL;
+	spin_unlock(&req->crew.lock);
+}
+
+/**
+ * mpp_kill() - everyone stops now: the caller is dying, or gone
+ * @req: the request: its caller has a fatal signal, its file was released,
+ *	or its process is gone
+ *
+ * As mpp_cancel(), and a worker that waits where only a fatal signal ends
+ * the wait (a page lock, a userfaultfd handler, a file system's read), as
+ * a thread of the caller would in madvise(), is sent SIGKILL, which ends
+ * the wait and nothing else: workers allow no other signal and take no
+ * action on it (pool.c). A page the fault path faulted just before it saw
+ * the signal may then go uncounted, as for a killed madvise(): after a
+ * kill, @populated is a lower bound.
+ */
+void mpp_kill(struct mpp_request *req)
+{
+	struct mpp_crew *crew = &req->crew;
+	unsigned int i;
+
+	spin_lock(&crew->lock);
+	mpp_cancel(req);
+	for (i = 0; i < crew->nr_workers; i++)
+		if (crew->workers[i].working)
+			mpp_thread_kill(crew->workers[i].thread);
+	spin_unlock(&crew->lock);
+}
+
+/**
+ * mpp_crew_done() - are all the workers of @req done?
+ * @req: the request
+ *
+ * Return: true when none is still at work.
+ */
+bool mpp_crew_done(struct mpp_request *req)
+{
+	return !atomic_read(&req->crew.active);
+}
 
 /*
  * Fault one chunk as a worker: with a user reference on the mm for as long
@@ -41,10 +160,12 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 		return;
 	}
 	ret = mpp_fault_worker(req, chunk, w->node_pages, &reached, &handoff);
-	if (handoff)
-		mpp_handoff(req, chunk, reached);
+	if (ret == -EINTR)
+		mpp_kill(req);
+	if (handoff && !mpp_plan_handoff(&req->plan, chunk, reached))
+		mpp_notify(req);
 	else
-		mpp_chunk_finish(req, chunk, reached, ret);
+		mpp_chunk_finish(req, chunk, reached, handoff ? -ENOMEM : ret);
 	/* Progress and cancel, when the caller is not there to see to it */
 	mpp_control_sync(req, false);
 	mmput_async(req->mm);
@@ -70,7 +191,7 @@ static bool mpp_worker_step(void *data)
 	struct mpp_request *req = w->req;
 	struct mpp_chunk chunk;
 
-	if (!mpp_claim(req, w->node, &w->next_seg, &chunk))
+	if (!mpp_plan_claim(req, w->node, &w->next_seg, &chunk))
 		return false;
 	mpp_worker_chunk(w, &chunk);
 	return !mpp_identity_follow(&req->id, req->mm, &w->saved);
@@ -80,14 +201,15 @@ static bool mpp_worker_step(void *data)
 static void mpp_worker_done(struct mpp_worker *w)
 {
 	struct mpp_request *req = w->req;
+	struct mpp_crew *crew = &req->crew;
 
 	kfree(w->pol);
 	/* mpp_kill() signals its thread no more: it may go to other work */
-	spin_lock(&req->lock);
+	spin_lock(&crew->lock);
 	w->working = false;
-	spin_unlock(&req->lock);
+	spin_unlock(&crew->lock);
 
-	if (atomic_dec_and_test(&req->active))
+	if (atomic_dec_and_test(&crew->active))
 		mpp_notify(req);
 	mpp_request_put(req);
 }
@@ -116,182 +238,78 @@ static const struct mpp_work_ops mpp_worker_ops = {
 	.abandon = mpp_worker_abandon,
 };
 
-/* The node nearest to @node among those with a non-zero @count */
-static int mpp_nearest(int node, const unsigned int *count)
+static int mpp_node_distance(int from, int to)
 {
-	int best = NUMA_NO_NODE, nid;
-
-	for_each_online_node(nid) {
-		if (!count[nid])
-			continue;
-		if (best == NUMA_NO_NODE ||
-		    node_distance(node, nid) < node_distance(node, best))
-			best = nid;
-	}
-	return best;
+	return node_distance(from, to);
 }
 
-/*
- * Which nodes' threads fault each segment: the nodes its pages go to, each
- * replaced by the nearest node with a non-zero @count where it has none.
- * Adds each segment's bytes, shared out between them, to @demand if given.
- */
-static void mpp_serve(struct mpp_request *req, const unsigned int *count,
-		      u64 *demand)
+/* The machine, for ../common/crew.h */
+static void mpp_topo_init(struct mpp_crew_topo *topo)
 {
-	unsigned int i;
-
-	for (i = 0; i < req->nr_segs; i++) {
-		struct mpp_segment *seg = &req->segs[i];
-		int nid;
-
-		nodes_clear(seg->served_by);
-		if (seg->caller_only)
-			continue;
-		for_each_node_mask(nid, seg->nodes) {
-			int by = count[nid] ? nid : mpp_nearest(nid, count);
-
-			if (by != NUMA_NO_NODE)
-				node_set(by, seg->served_by);
-		}
-		if (!demand)
-			continue;
-		for_each_node_mask(nid, seg->served_by)
-			demand[nid] += (seg->end - seg->start) /
-				       nodes_weight(seg->served_by);
-	}
+	topo->nr_nodes = nr_node_ids;
+	topo->distance = mpp_node_distance;
 }
 
 /**
- * struct mpp_helper - a worker on one node's CPUs for another node's pages
- * @serves: the node whose pages it faults
- * @on: the node whose CPUs it runs on
+ * mpp_crew_size() - how many workers on which node, for a planned request
+ * @req: the request, planned, in the caller's context
+ *
+ * As many as the caller's CPUs on each node and the node's share of the
+ * ranges allow, cut down to @max_workers, keeping one on as many nodes as
+ * possible, or, with %MEMPREPOP_F_BORROW_CPUS, made up to it with helpers
+ * on the CPUs the others leave idle. None at all for ranges too small to be
+ * worth one (not in the background, where the caller does not fault), or
+ * for a SCHED_DEADLINE caller, whose bandwidth is its own and cannot be
+ * shared out; none also when out of memory. Takes no thread yet.
+ *
+ * Return: the workers wanted, at most the caller's CPUs.
  */
-struct mpp_helper {
-	int serves;
-	int on;
-};
-
-/*
- * Helpers: a caller that asks for more workers than the CPUs of the nodes
- * its memory goes to give (QEMU's prealloc-threads for a backend bound to a
- * node, without a thread context) gets its CPUs on other nodes that the
- * request leaves idle, nearest first, each for the node with the most to do
- * per worker. Their pages still go where the policy says; only the zeroing
- * is remote, which is still faster than leaving those CPUs idle. Only
- * with MEMPREPOP_F_BORROW_CPUS and @max_workers: otherwise workers stay on
- * their nodes. @per_node and @cpus are consumed. Returns how many were
- * added to @help.
- */
-static unsigned int mpp_count_helpers(unsigned int max_workers,
-				      unsigned int total, unsigned int *cpus,
-				      const u64 *demand, unsigned int *per_node,
-				      struct mpp_helper *help)
+unsigned int mpp_crew_size(struct mpp_request *req)
 {
-	unsigned int n = 0;
-	int nid, most, on;
-
-	for_each_online_node(nid)
-		cpus[nid] -= per_node[nid];
-	while (total + n < max_workers) {
-		most = NUMA_NO_NODE;
-		for_each_online_node(nid) {
-			if (!per_node[nid] ||
-			    per_node[nid] >= DIV_ROUND_UP(demand[nid],
-							  MPP_MIN_PER_WORKER))
-				continue;
-			if (most == NUMA_NO_NODE ||
-			    div_u64(demand[nid], per_node[nid]) >
-			    div_u64(demand[most], per_node[most]))
-				most = nid;
-		}
-		if (most == NUMA_NO_NODE)
-			break;
-		on = mpp_nearest(most, cpus);
-		if (on == NUMA_NO_NODE)
-			break;
-		help[n].serves = most;
-		help[n].on = on;
-		n++;
-		per_node[most]++;
-		cpus[on]--;
-	}
-	return n;
-}
-
-/*
- * Workers per node: as many as the caller's CPUs there and the node's share
- * of the range allow, then cut down to @max_workers, keeping one on as many
- * nodes as possible, or made up to it with helpers into @help (NULL without
- * MEMPREPOP_F_BORROW_CPUS: none). None at all for a range too small to be
- * worth one, or for a SCHED_DEADLINE caller, whose bandwidth is its own and
- * cannot be shared out. Returns the total of @per_node and *@nr_help (0
- * also when out of memory).
- */
-static unsigned int mpp_count_workers(struct mpp_request *req,
-				      unsigned int max_workers,
-				      unsigned int *per_node,
-				      struct mpp_helper *help,
-				      unsigned int *nr_help)
-{
-	unsigned int total = 0, *cpus, *planned;
-	u64 *demand, sum = 0;
+	struct mpp_crew *crew = &req->crew;
+	unsigned int *cpus, *idle = NULL, *has = NULL, total;
+	unsigned long long *demand;
+	struct mpp_crew_topo topo;
 	int nid;
 
-	*nr_help = 0;
 	if (req->id.sched.sched_policy == SCHED_DEADLINE)
 		return 0;
+	mpp_topo_init(&topo);
 	cpus = kcalloc(nr_node_ids, sizeof(*cpus), GFP_KERNEL);
 	demand = kcalloc(nr_node_ids, sizeof(*demand), GFP_KERNEL);
-	if (!cpus || !demand)
+	crew->per_node = kcalloc(nr_node_ids, sizeof(*crew->per_node),
+				 GFP_KERNEL);
+	if (!cpus || !demand || !crew->per_node)
 		goto out_free;
 	for_each_online_node(nid)
 		cpus[nid] = cpumask_weight_and(current->cpus_ptr,
 					       cpumask_of_node(nid));
-	mpp_serve(req, cpus, demand);
+	mpp_plan_serve(&req->plan, &topo, cpus, demand);
+	total = mpp_crew_count(&topo, cpus, demand, req->call.max_workers,
+			       req->call.flags & MEMPREPOP_F_BACKGROUND,
+			       crew->per_node);
+	crew->sized = total;
+	if (!(req->call.flags & MEMPREPOP_F_BORROW_CPUS) || !total)
+		goto out_free;
+
+	/* At most one helper per CPU */
+	idle = kcalloc(nr_node_ids, sizeof(*idle), GFP_KERNEL);
+	has = kmemdup(crew->per_node, nr_node_ids * sizeof(*has), GFP_KERNEL);
+	crew->help = kcalloc(nr_cpu_ids, sizeof(*crew->help), GFP_KERNEL);
+	if (!idle || !has || !crew->help)
+		goto out_free;
 	for_each_online_node(nid)
-		sum += demand[nid];
-	/* In the background, even a small request is not the caller's */
-	if (!sum || (sum < MPP_MIN_PER_WORKER &&
-		     !(req->flags & MEMPREPOP_F_BACKGROUND)))
-		goto out_free;
-
-	for_each_online_node(nid) {
-		per_node[nid] = min_t(u64, cpus[nid],
-				      DIV_ROUND_UP(demand[nid],
-						   MPP_MIN_PER_WORKER));
-		total += per_node[nid];
-	}
-	while (max_workers && total > max_workers) {
-		int most = NUMA_NO_NODE;
-
-		/* Take from the node with the most workers, the least demand */
-		for_each_online_node(nid) {
-			if (!per_node[nid])
-				continue;
-			if (most == NUMA_NO_NODE ||
-			    per_node[nid] > per_node[most] ||
-			    (per_node[nid] == per_node[most] &&
-			     demand[nid] < demand[most]))
-				most = nid;
-		}
-		per_node[most]--;
-		total--;
-	}
-	if (!help)
-		goto out_free;
-	planned = kmemdup(per_node, nr_node_ids * sizeof(*per_node),
-			  GFP_KERNEL);
-	if (planned) {
-		*nr_help = mpp_count_helpers(max_workers, total, cpus, demand,
-					     planned, help);
-		total += *nr_help;
-		kfree(planned);
-	}
+		idle[nid] = cpus[nid] - crew->per_node[nid];
+	crew->nr_help = mpp_crew_helpers(&topo, req->call.max_workers, total,
+					 demand, idle, has, crew->help,
+					 nr_cpu_ids);
+	crew->sized += crew->nr_help;
 out_free:
+	kfree(has);
+	kfree(idle);
 	kfree(demand);
 	kfree(cpus);
-	return total;
+	return crew->sized;
 }
 
 /*
@@ -303,6 +321,7 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 			   struct cpumask *cpus)
 {
 	struct task_struct *task = mpp_thread_task(t);
+	struct mpp_outcome *out = &req->out;
 	int ret;
 
 	w->req = req;
@@ -310,9 +329,10 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	w->working = true;
 	w->node = nid;
 	w->node_pages = NULL;
-	if (req->node_pages)
-		w->node_pages = req->node_pages +
-				(w - req->workers + 1) * req->nr_stat_nodes;
+	/* Node counts: the caller's row first, then one per worker */
+	if (out->node_pages)
+		w->node_pages = out->node_pages +
+				(w - req->crew.workers + 1) * out->nr_stat_nodes;
 	/* Attach first: a cpuset attach resets the CPU mask */
 	ret = mpp_identity_adopt(&req->id, task);
 	if (ret)
@@ -321,7 +341,8 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	ret = set_cpus_allowed_ptr(task, cpus);
 	if (ret)
 		return ret;
-	w->pol = kmemdup(&req->task_pol, sizeof(*w->pol), GFP_KERNEL_ACCOUNT);
+	w->pol = kmemdup(&req->place.task_pol, sizeof(*w->pol),
+			 GFP_KERNEL_ACCOUNT);
 	if (!w->pol)
 		return -ENOMEM;
 	return 0;
@@ -359,10 +380,13 @@ static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
 			   int nid, int on, unsigned int index,
 			   unsigned int *slots, struct cpumask *scratch)
 {
-	struct mpp_worker *w = &req->workers[req->nr_workers];
+	struct mpp_crew *crew = &req->crew;
+	struct mpp_worker *w = &crew->workers[crew->nr_workers];
 	struct mpp_thread *t;
 	bool reused;
 
+	if (crew->nr_workers == crew->sized)
+		return false;
 	t = mpp_worker_thread(req, pool, on, index, slots, &reused);
 	if (!t)
 		return false;
@@ -373,115 +397,103 @@ static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
 		return false;
 	}
 	mpp_stats_workers(!reused, reused);
-	req->nr_workers++;
+	crew->nr_workers++;
 	return true;
 }
 
+/*
+ * Find the workers mpp_crew_size() wanted, round robin over the nodes, so
+ * that a cut leaves each node some, then the helpers; count per node whose
+ * pages those that were found serve in @served.
+ */
+static void mpp_crew_find(struct mpp_request *req, struct mpp_pool *pool,
+			  unsigned int *slots, unsigned int *served,
+			  struct cpumask *scratch)
+{
+	struct mpp_crew *crew = &req->crew;
+	unsigned int round, i;
+	bool more = true;
+	int nid;
+
+	for (round = 0; more; round++) {
+		more = false;
+		for_each_online_node(nid) {
+			if (round >= crew->per_node[nid])
+				continue;
+			more = true;
+			if (mpp_worker_add(req, pool, nid, nid, round, slots,
+					   scratch))
+				served[nid]++;
+		}
+	}
+	for (i = 0; i < crew->nr_help; i++) {
+		const struct mpp_crew_helper *h = &crew->help[i];
+
+		if (mpp_worker_add(req, pool, h->serves, h->on,
+				   crew->per_node[h->on] + i, slots, scratch))
+			served[h->serves]++;
+	}
+}
+
 /**
- * mpp_workers_start() - find the request's workers and let them go
- * @req: the planned request, in the caller's context
- * @max_workers: most workers to use, 0 for no limit
+ * mpp_crew_start() - find the request's workers and let them go
+ * @req: the sized request, in the caller's context, its outcome ready for
+ *	the workers' node counts
  * @keep: the pool of the caller's file, for threads that stay
  *
  * Threads that stayed from the caller's earlier calls are used first, then
- * new ones, within the bounds (pool.c). Ranges too small to be worth a
- * worker, and the ranges of nodes whose workers could not be had, are left
- * to the caller: with no worker at all, its segments all become
- * caller-only.
+ * new ones, within the bounds (pool.c). The ranges of nodes whose workers
+ * could not be had are served by the nearest node that has some; with no
+ * worker at all, the plan is left to the caller.
  *
- * Return: 0, or -ENOMEM when the request's own bookkeeping could not be
+ * Return: 0, or -ENOMEM when the crew's own bookkeeping could not be
  * allocated.
  */
-int mpp_workers_start(struct mpp_request *req, unsigned int max_workers,
-		      struct mpp_pool **keep)
+int mpp_crew_start(struct mpp_request *req, struct mpp_pool **keep)
 {
-	unsigned int *per_node, *created_on, total, slots = 0, created;
-	unsigned int round, i, idle, nr_help;
-	struct mpp_helper *help = NULL;
+	struct mpp_crew *crew = &req->crew;
+	unsigned int *served, slots = 0, idle, i;
 	struct mpp_pool *pool = NULL;
-	cpumask_var_t mask;
-	int nid, ret = -ENOMEM;
+	struct mpp_crew_topo topo;
+	cpumask_var_t scratch;
+	int ret = -ENOMEM;
 
-	per_node = kcalloc(nr_node_ids, sizeof(*per_node), GFP_KERNEL);
-	created_on = kcalloc(nr_node_ids, sizeof(*created_on), GFP_KERNEL);
-	if (!per_node || !created_on)
-		goto out_free_counts;
-	/* At most one helper per CPU; without one, no helpers */
-	if (req->flags & MEMPREPOP_F_BORROW_CPUS)
-		help = kcalloc(nr_cpu_ids, sizeof(*help), GFP_KERNEL);
-	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
-		goto out_free_counts;
+	if (!crew->sized) {
+		mpp_plan_caller_only(&req->plan);
+		return 0;
+	}
+	served = kcalloc(nr_node_ids, sizeof(*served), GFP_KERNEL);
+	crew->workers = kvcalloc(crew->sized, sizeof(*crew->workers),
+				 GFP_KERNEL_ACCOUNT);
+	if (!served || !crew->workers)
+		goto out_free;
+	if (!zalloc_cpumask_var(&scratch, GFP_KERNEL))
+		goto out_free;
 
-	total = mpp_count_workers(req, max_workers, per_node, help, &nr_help);
-	if (total && keep)
+	if (keep)
 		pool = mpp_pool_keep(keep);
 	/* Slots for what the threads that stayed cannot cover */
 	idle = pool ? mpp_pool_idle(pool) : 0;
-	if (total > idle)
-		slots = mpp_threads_get(req->mm, total - idle);
-	if (total)
-		req->workers = kvcalloc(total, sizeof(*req->workers),
-					GFP_KERNEL_ACCOUNT);
-	/* Where a thread stopped by a kill was: one per thread */
-	req->partial = kcalloc(total + 1, sizeof(*req->partial),
-			       GFP_KERNEL_ACCOUNT);
-	if (!req->partial)
-		goto out_put_slots;
-	/* Node counts: the caller's first, then one row per worker */
-	if (req->nr_stat_nodes) {
-		req->node_pages = kvcalloc((total + 1) * req->nr_stat_nodes,
-					   sizeof(*req->node_pages),
-					   GFP_KERNEL_ACCOUNT);
-		if (!req->node_pages)
-			goto out_put_slots;
+	if (crew->sized > idle)
+		slots = mpp_threads_get(req->mm, crew->sized - idle);
+	mpp_crew_find(req, pool, &slots, served, scratch);
+	mpp_threads_put(req->mm, slots);
+	free_cpumask_var(scratch);
+
+	if (!crew->nr_workers) {
+		mpp_plan_caller_only(&req->plan);
+	} else {
+		mpp_topo_init(&topo);
+		mpp_plan_serve(&req->plan, &topo, served, NULL);
+	}
+	atomic_set(&crew->active, crew->nr_workers);
+	for (i = 0; i < crew->nr_workers; i++) {
+		kref_get(&req->ref);
+		mpp_thread_start(crew->workers[i].thread, &mpp_worker_ops,
+				 &crew->workers[i]);
 	}
 	ret = 0;
-
-	/* Round robin over the nodes, so that a cut leaves each node some */
-	for (round = 0; req->workers; round++) {
-		bool more = false;
-
-		for_each_online_node(nid) {
-			if (round >= per_node[nid])
-				continue;
-			more = true;
-			if (mpp_worker_add(req, pool, nid, nid, round, &slots,
-					   mask))
-				created_on[nid]++;
-		}
-		if (!more)
-			break;
-	}
-	/* Then the helpers, on the CPUs the others leave idle */
-	for (i = 0; req->workers && i < nr_help; i++)
-		if (mpp_worker_add(req, pool, help[i].serves, help[i].on,
-				   per_node[help[i].on] + i, &slots, mask))
-			created_on[help[i].serves]++;
-
-	created = req->nr_workers;
-	if (!created) {
-		/* No worker: all of it in the caller's own context */
-		for (i = 0; i < req->nr_segs; i++)
-			req->segs[i].caller_only = true;
-		req->caller_segs = req->nr_segs > 0;
-	} else {
-		/* Nodes without workers are served by the nearest with some */
-		mpp_serve(req, created_on, NULL);
-	}
-
-	atomic_set(&req->active, created);
-	for (i = 0; i < created; i++) {
-		kref_get(&req->ref);
-		mpp_thread_start(req->workers[i].thread, &mpp_worker_ops,
-				 &req->workers[i]);
-	}
-
-out_put_slots:
-	mpp_threads_put(req->mm, slots);
-	free_cpumask_var(mask);
-out_free_counts:
-	kfree(help);
-	kfree(created_on);
-	kfree(per_node);
+out_free:
+	kfree(served);
 	return ret;
 }

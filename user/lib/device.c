@@ -81,9 +81,10 @@ void mpl_dev_init(struct mpl_dev *d, int fd, const struct memprepop_info *info,
 }
 
 /*
- * Issues the next batch of the work: one range as @addr and @len (which any
- * module takes), several as @ranges. With no work at all, an empty request,
- * which a background one needs to be reaped through the device like any.
+ * Issues the next batch of the work as @ranges, or, to a module that takes
+ * no ranges, one range as @addr and @len. With no work at all, an empty
+ * request, which a background one needs to be reaped through the device
+ * like any.
  */
 static int mpl_dev_issue(struct mpl_dev *d, uint64_t flags)
 {
@@ -103,7 +104,8 @@ static int mpl_dev_issue(struct mpl_dev *d, uint64_t flags)
 		k->node_pages = (uintptr_t)req->batch_pages;
 		k->nr_node_pages = req->opts.nr_nodes;
 	}
-	if (n == 1) {
+	d->single = d->batch == 1 && n;
+	if (d->single) {
 		k->addr = req->work[d->next].addr;
 		k->len = req->work[d->next].len;
 	} else if (n) {
@@ -138,7 +140,7 @@ static void mpl_dev_batch_end(struct mpl_dev *d, int err)
 	uint64_t done = 0;
 	unsigned int i;
 
-	if (d->cur_n == 1) {
+	if (d->single) {
 		req->work[d->cur].populated = k->populated;
 		req->work[d->cur].error = err;
 	}

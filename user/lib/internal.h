@@ -99,6 +99,7 @@ struct mpl_dev {
 	uint64_t borrow;		/* MEMPREPOP_F_BORROW_CPUS, if known */
 	unsigned int next;		/* first work entry not yet issued */
 	unsigned int cur, cur_n;	/* the batch in flight */
+	bool single;			/* sent as @addr, @len: no ranges */
 	struct memprepop_populate kreq;
 	struct memprepop_control control;
 	/* Atomics: bytes of the batches done; why no further batch starts */

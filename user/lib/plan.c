@@ -3,16 +3,19 @@
  * libmemprepop: the fallback's placement plan, the module's (kmod/policy.c,
  * kmod/workers.c) done from user space, for one or many ranges.
  *
- * Each range is cut into chunks at 32 MiB boundaries. Each chunk's pages go
- * to the nodes of its policy: the VMA's (get_mempolicy(MPOL_F_ADDR), which
- * also reads a shmem file's policy at that offset), else the caller's task
- * policy, which the threads are given, else the caller's node. Each node
- * gets threads on the caller's allowed CPUs there, one per CPU and per
- * 64 MiB of its share of all the ranges at most; a node with memory but
- * without such CPUs is served by the nearest node that has them, and a
- * caller asking for more threads than that (MEMPREPOP_OPT_BORROW_CPUS) gets
- * helpers on the CPUs left idle, nearest first. Node sets are libnuma
- * bitmasks, one per distinct policy, so any node number works.
+ * Each range is cut into chunks at MPP_CREW_CHUNK boundaries. Each chunk's
+ * pages go to the nodes of its policy: the VMA's (get_mempolicy(MPOL_F_ADDR),
+ * which also reads a shmem file's policy at that offset), else the caller's
+ * task policy, which the threads are given, else the caller's node. How many
+ * threads on which node, and which node's threads serve which, is the
+ * module's own arithmetic (../../common/crew.h): each node gets threads on
+ * the caller's allowed CPUs there, one per CPU and per
+ * MPP_CREW_MIN_PER_WORKER of its share of all the ranges at most; a node
+ * with memory but without such CPUs is served by the nearest node that has
+ * them, and a caller asking for more threads than that
+ * (MEMPREPOP_OPT_BORROW_CPUS) gets helpers on the CPUs left idle, nearest
+ * first. Node sets are libnuma bitmasks, one per distinct policy, so any
+ * node number works.
  */
 #include <errno.h>
 #include <numa.h>
@@ -20,12 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crew.h"
 #include "internal.h"
 
-/* The unit handed out to threads: small enough to balance, large to batch */
-#define MPL_CHUNK		(32UL << 20)
-/* No thread is started for less than this much of a node's memory */
-#define MPL_MIN_PER_THREAD	(64UL << 20)
+#define MPL_CHUNK		MPP_CREW_CHUNK
 
 /* MPOL_F_STATIC_NODES, MPOL_F_RELATIVE_NODES, MPOL_F_NUMA_BALANCING */
 #define MPL_MPOL_MODE_FLAGS	(0x7 << 13)
@@ -38,6 +39,7 @@
 
 struct mpl_numa {
 	int nnodes;			/* numa_max_node() + 1 */
+	struct mpp_crew_topo topo;
 	int caller_node;
 	cpu_set_t *cpus;		/* per node: the caller's CPUs there */
 	unsigned int *ncpus;
@@ -82,20 +84,9 @@ static void mpl_chunk_nodes(struct mpl_numa *nm, const struct mpl_plan *plan,
 	}
 }
 
-/* The node nearest to @node among those with a non-zero @count */
-static int mpl_nearest(const struct mpl_numa *nm, int node,
-		       const unsigned int *count)
+static int mpl_distance(int from, int to)
 {
-	int best = -1, n;
-
-	for (n = 0; n < nm->nnodes; n++) {
-		if (!count[n])
-			continue;
-		if (best < 0 ||
-		    numa_distance(node, n) < numa_distance(node, best))
-			best = n;
-	}
-	return best;
+	return numa_distance(from, to);
 }
 
 /* @out: the nodes whose threads serve pages of @nodes */
@@ -110,7 +101,7 @@ static void mpl_serve(const struct mpl_numa *nm, const struct bitmask *nodes,
 
 		if (!numa_bitmask_isbitset(nodes, n))
 			continue;
-		by = count[n] ? n : mpl_nearest(nm, n, count);
+		by = mpp_crew_server(&nm->topo, n, count);
 		if (by >= 0)
 			numa_bitmask_setbit(out, by);
 	}
@@ -131,6 +122,8 @@ static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
 
 	memset(nm, 0, sizeof(*nm));
 	nm->nnodes = numa_max_node() + 1;
+	nm->topo.nr_nodes = nm->nnodes;
+	nm->topo.distance = mpl_distance;
 	nm->caller_node = numa_node_of_cpu(sched_getcpu());
 	if (nm->caller_node < 0 || nm->caller_node >= nm->nnodes)
 		nm->caller_node = 0;
@@ -157,116 +150,36 @@ static int mpl_numa_init(struct mpl_numa *nm, const cpu_set_t *allowed)
 	return 0;
 }
 
-/* A thread on the CPUs of node @on for the pages of node @serves */
-struct mpl_helper {
-	int serves;
-	int on;
-};
-
 /*
- * Helpers, as the module's (kmod/workers.c): a caller that asks for more
- * threads than the CPUs of the nodes its memory goes to give gets its CPUs
- * on other nodes that the plan leaves idle, nearest first, each for the
- * node with the most to do per thread. Returns how many were put in *@help,
- * which it allocates (none, and NULL, when out of memory).
+ * Helpers (MEMPREPOP_OPT_BORROW_CPUS), as the module's: into *@helpp, which
+ * it allocates. Returns how many (none, and NULL, when out of memory).
  */
 static unsigned int mpl_count_helpers(const struct mpl_numa *nm,
-				      const uint64_t *demand,
+				      const unsigned long long *demand,
 				      unsigned int max_threads,
 				      unsigned int total,
 				      const unsigned int *per_node,
-				      struct mpl_helper **helpp)
+				      struct mpp_crew_helper **helpp)
 {
 	unsigned int *idle = calloc(nm->nnodes, sizeof(*idle));
 	unsigned int *has = calloc(nm->nnodes, sizeof(*has));
 	/* At most one helper per CPU */
-	struct mpl_helper *help = calloc(CPU_SETSIZE, sizeof(*help));
+	struct mpp_crew_helper *help = calloc(CPU_SETSIZE, sizeof(*help));
 	unsigned int n = 0;
-	int node, most, on;
+	int node;
 
 	*helpp = help;
-	if (!idle || !has || !help)
-		goto out;
-	for (node = 0; node < nm->nnodes; node++) {
-		idle[node] = nm->ncpus[node] - per_node[node];
-		has[node] = per_node[node];
-	}
-	while (total + n < max_threads) {
-		most = -1;
+	if (idle && has && help) {
 		for (node = 0; node < nm->nnodes; node++) {
-			if (!has[node] ||
-			    has[node] >= (demand[node] + MPL_MIN_PER_THREAD -
-					  1) / MPL_MIN_PER_THREAD)
-				continue;
-			if (most < 0 || demand[node] / has[node] >
-					demand[most] / has[most])
-				most = node;
+			idle[node] = nm->ncpus[node] - per_node[node];
+			has[node] = per_node[node];
 		}
-		if (most < 0)
-			break;
-		on = mpl_nearest(nm, most, idle);
-		if (on < 0)
-			break;
-		help[n].serves = most;
-		help[n].on = on;
-		n++;
-		has[most]++;
-		idle[on]--;
+		n = mpp_crew_helpers(&nm->topo, max_threads, total, demand,
+				     idle, has, help, CPU_SETSIZE);
 	}
-out:
 	free(idle);
 	free(has);
 	return n;
-}
-
-/*
- * Threads per node: as many as the caller's CPUs there and the node's share
- * allow, cut down to @max_threads keeping one on as many nodes as possible.
- * With @need_thread, at least one, on the node with the most to do.
- */
-static unsigned int mpl_count_threads(const struct mpl_numa *nm,
-				      const uint64_t *demand,
-				      unsigned int max_threads,
-				      bool need_thread, unsigned int *per_node)
-{
-	unsigned int total = 0;
-	uint64_t sum = 0;
-	int n, most = -1;
-
-	for (n = 0; n < nm->nnodes; n++) {
-		sum += demand[n];
-		if (demand[n] && (most < 0 || demand[n] > demand[most]))
-			most = n;
-	}
-	if (sum < MPL_MIN_PER_THREAD) {
-		/* Demand is only ever on nodes with CPUs: most has some */
-		if (need_thread && most >= 0) {
-			per_node[most] = 1;
-			return 1;
-		}
-		return 0;
-	}
-	for (n = 0; n < nm->nnodes; n++) {
-		uint64_t want = (demand[n] + MPL_MIN_PER_THREAD - 1) /
-				MPL_MIN_PER_THREAD;
-
-		per_node[n] = want < nm->ncpus[n] ? want : nm->ncpus[n];
-		total += per_node[n];
-	}
-	while (max_threads && total > max_threads) {
-		most = -1;
-		for (n = 0; n < nm->nnodes; n++) {
-			if (!per_node[n])
-				continue;
-			if (most < 0 || per_node[n] > per_node[most] ||
-			    (per_node[n] == per_node[most] &&
-			     demand[n] < demand[most]))
-				most = n;
-		}
-		per_node[most]--;
-		total--;
-	}
-	return total;
 }
 
 static int mpl_threads_alloc(struct mpl_plan *plan, unsigned int n)
@@ -283,7 +196,7 @@ static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
 			 bool need_thread)
 {
 	unsigned int n = CPU_COUNT(allowed), i;
-	uint64_t by_size = total / MPL_MIN_PER_THREAD;
+	uint64_t by_size = total / MPP_CREW_MIN_PER_WORKER;
 
 	if (max_threads && max_threads < n)
 		n = max_threads;
@@ -371,12 +284,12 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 			 bool need_thread)
 {
 	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
-	uint64_t *demand = calloc(nm->nnodes, sizeof(*demand));
+	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
 	uint64_t *set_bytes = NULL;
 	struct bitmask *nodes = numa_allocate_nodemask();
 	struct bitmask *served = numa_allocate_nodemask();
 	unsigned int cap = 0, s, t = 0, k, total, nr_help;
-	struct mpl_helper *help = NULL;
+	struct mpp_crew_helper *help = NULL;
 	int n, set = -1, ret = -ENOMEM;
 	size_t i;
 
@@ -411,8 +324,8 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 			if (numa_bitmask_isbitset(served, n))
 				demand[n] += set_bytes[s] / weight;
 	}
-	total = mpl_count_threads(nm, demand, max_threads, need_thread,
-				  per_node);
+	total = mpp_crew_count(&nm->topo, nm->ncpus, demand, max_threads,
+			       need_thread, per_node);
 	nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads, total,
 					     per_node, &help) : 0;
 	ret = mpl_threads_alloc(plan, total + nr_help);
