@@ -2,18 +2,19 @@
 #
 # memprepop: `make` builds, `make install` installs, `make check` tests (see
 # check.mk), `make deps` installs with apt what building and testing need
-# (make check, make demo and the VM targets do that themselves).
+# (make check, make demo, the VM and benchmark targets do that themselves;
+# no build target does).
+#
+# Each directory builds itself: kmod/ through Kbuild, user/ (the library,
+# the tool and the library's tests), examples/, bench/, selftests/ (on the
+# kernel's lib.mk), Documentation/; Makefile.common is what they share. This
+# one delegates to them, builds the test VM and installs.
 #
 # The module is built for KDIR: the running kernel's build tree when it has
 # one, else the test VM's kernel (Debian's linux-headers-amd64). The VM
 # targets always build it for the VM's kernel, apart, in build/vm/.
 
-# The version, written once: VERSION. Everything else is generated from it.
-VERSION		:= $(shell cat VERSION)
-SOVERSION	:= $(firstword $(subst ., ,$(VERSION)))
-
-SHELL		:= /bin/bash
-B		:= build
+include Makefile.common
 
 # --- kernels ----------------------------------------------------------------
 # The test VM boots Debian's kernel (never hard-coded), and Debian's newest
@@ -30,60 +31,40 @@ KRELEASE	= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' \
 		  $(KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
 # The kselftest framework, checkpatch and kernel-doc come from Debian's
-# linux-source-6.1, unpacked here
+# linux-source-6.1, unpacked into $(KSRC) (Makefile.common)
 KSRC_TAR	?= $(firstword $(wildcard /usr/src/linux-source-6.1.tar.xz))
-KSRC		:= $(B)/linux-source
-KSFT		:= $(KSRC)/tools/testing/selftests
 
-# --- user space ---------------------------------------------------------------
-CC		?= cc
-CFLAGS		?= -O2 -g
-WARN		:= -Wall -Wextra -Werror=implicit-function-declaration
-VERSION_H	:= $(B)/include/memprepop/version.h
-CPPFLAGS_USER	:= -I$(B)/include -Iuapi -Icommon -Iuser/include
-LDLIBS_USER	:= -lnuma -lpthread
-
-LIB_SRCS	:= $(wildcard user/lib/*.c)
-LIB_STATIC_OBJS	:= $(LIB_SRCS:user/lib/%.c=$(B)/obj/static/%.o)
-LIB_SHARED_OBJS	:= $(LIB_SRCS:user/lib/%.c=$(B)/obj/shared/%.o)
-LIB_HDRS	:= user/lib/internal.h user/include/memprepop.h \
-		   uapi/linux/memprepop.h common/crew.h $(VERSION_H)
-LIB_A		:= $(B)/lib/libmemprepop.a
-LIB_SO		:= $(B)/lib/libmemprepop.so.$(VERSION)
-LIB_SONAME	:= libmemprepop.so.$(SOVERSION)
-PC		:= $(B)/lib/pkgconfig/memprepop.pc
-TOOL		:= $(B)/bin/memprepop
-EXAMPLE		:= $(B)/bin/memprepop-example-vmm
-BENCH		:= $(B)/bin/prepop-bench
 KO		:= kmod/memprepop.ko
 
 # Man pages and dkms.conf name the version: generated into build/
-MAN_SRCS	:= $(wildcard Documentation/man/*.[0-9])
-MANPAGES	:= $(MAN_SRCS:Documentation/man/%=$(B)/man/%)
+MANPAGES	:= $(patsubst Documentation/man/%,$(B)/man/%,\
+		   $(wildcard Documentation/man/*.[0-9]))
 DKMS_CONF	:= $(B)/dkms.conf
 
 # The module's selftests: a kselftest directory of their own (selftests/)
 KSFT_OUT	:= $(B)/selftests/memprepop
-KSFT_MAKE	:= $(MAKE) -C selftests KSFT_DIR=$(CURDIR)/$(KSFT) \
-		   OUTPUT=$(CURDIR)/$(KSFT_OUT)
-# The library's tests, against the static library
+KSFT_MAKE	:= $(MAKE) -C selftests KSFT_DIR=$(KSFT) OUTPUT=$(KSFT_OUT)
+# The library's tests (user/tests), as check-host runs them
 LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
 		   $(wildcard user/tests/*_test.c)) \
 		   $(patsubst user/tests/%,$(B)/tests/%,\
 		   $(wildcard user/tests/*_test.sh))
 
-PREFIX		?= /usr/local
-BINDIR		?= $(PREFIX)/bin
-LIBDIR		?= $(PREFIX)/lib
-INCLUDEDIR	?= $(PREFIX)/include
-MANDIR		?= $(PREFIX)/share/man
-
 .PHONY: all deps module lib tool selftests examples docs bench bench-vm \
 	bench-vmm bench-vmm-vm bench-qemu bench-qemu-vm \
-	clean vm demo ksft-install install install-user install-module \
+	htmldocs clean vm demo ksft-install install install-user install-module \
 	install-dkms-source uninstall
 
-all: module lib tool selftests examples docs
+# `make`: everything this machine can build; what it cannot (the module
+# without a kernel build tree, the selftests without linux-source) is named,
+# with what would provide it, and the rest is built all the same
+all: lib tool examples docs
+	@if [ -f $(KDIR)/Makefile ]; then $(MAKE) --no-print-directory module; \
+	 else echo "make: module not built: no kernel build tree $(KDIR)" \
+	   "(linux-headers-$$(uname -r), or make deps)"; fi
+	@if [ -n "$(KSRC_TAR)" ]; then $(MAKE) --no-print-directory selftests; \
+	 else echo "make: selftests not built: no linux-source-6.1" \
+	   "(make deps installs it)"; fi
 
 deps:
 	@scripts/install-deps
@@ -97,74 +78,21 @@ module:
 
 $(KO): module
 
-# --- library ----------------------------------------------------------------
-$(VERSION_H): user/include/memprepop/version.h.in VERSION
-	@mkdir -p $(@D)
-	v=$(VERSION); sed -e "s|@VERSION@|$$v|" -e "s|@MAJOR@|$${v%%.*}|" \
-	  -e "s|@MINOR@|$$(echo $$v | cut -d. -f2)|" \
-	  -e "s|@PATCH@|$$(echo $$v | cut -d. -f3)|" $< > $@
+# --- user space, documentation: each directory's own Makefile ---------------
+lib tool:
+	+$(MAKE) -C user $@
 
-$(B)/obj/static/%.o: user/lib/%.c $(LIB_HDRS) Makefile
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) \
-		-c -o $@ $<
+examples: lib
+	+$(MAKE) -C examples
 
-$(B)/obj/shared/%.o: user/lib/%.c $(LIB_HDRS) Makefile
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) -fPIC \
-		-c -o $@ $<
+$(BENCH): lib
+	+$(MAKE) -C bench
 
-$(LIB_A): $(LIB_STATIC_OBJS)
-	@mkdir -p $(@D)
-	rm -f $@ && $(AR) rcs $@ $^
+docs:
+	+$(MAKE) -C Documentation man
 
-$(LIB_SO): $(LIB_SHARED_OBJS) user/lib/libmemprepop.map
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
-		-Wl,--version-script=user/lib/libmemprepop.map -Wl,-z,defs \
-		-o $@ $(LIB_SHARED_OBJS) $(LDLIBS_USER)
-	ln -sf $(@F) $(B)/lib/$(LIB_SONAME)
-	ln -sf $(LIB_SONAME) $(B)/lib/libmemprepop.so
-
-SUBST		= sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		  -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
-
-$(PC): user/lib/memprepop.pc.in Makefile VERSION
-	@mkdir -p $(@D)
-	$(SUBST) $< > $@
-
-lib: $(LIB_A) $(LIB_SO) $(PC)
-
-# Programs link the shared library and find it next to them, in ../lib.
-LINK_LIB	:= -L$(B)/lib -lmemprepop -Wl,-rpath,'$$ORIGIN/../lib'
-
-TOOL_SRCS	:= $(wildcard user/tool/*.c)
-
-$(TOOL): $(TOOL_SRCS) user/tool/tool.h $(LIB_SO)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) \
-		$(LDFLAGS) -o $@ $(TOOL_SRCS) $(LINK_LIB) $(LDLIBS_USER)
-
-tool: $(TOOL)
-
-$(EXAMPLE): examples/vmm.c $(LIB_SO)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) $(CFLAGS) $(WARN) $(LDFLAGS) -o $@ $< \
-		$(LINK_LIB) $(LDLIBS_USER)
-
-examples: $(EXAMPLE)
-
-# The benchmark driver, static against the library so that the VM needs
-# nothing more
-$(BENCH): bench/prepop-bench.c $(LIB_A)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_USER) $(CPPFLAGS) -D_GNU_SOURCE $(CFLAGS) $(WARN) \
-		$(LDFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_USER)
-
-# --- documentation ----------------------------------------------------------
-$(B)/man/%: Documentation/man/% VERSION
-	@mkdir -p $(@D)
-	$(SUBST) $< > $@
+htmldocs: $(KSFT)/kselftest_harness.h
+	+$(MAKE) -C Documentation htmldocs
 
 $(DKMS_CONF): dkms.conf.in VERSION
 	@mkdir -p $(@D)
@@ -172,15 +100,6 @@ $(DKMS_CONF): dkms.conf.in VERSION
 
 debian/changelog: debian/changelog.in VERSION
 	$(SUBST) $< > $@
-
-docs: $(MANPAGES)
-
-# Sphinx with the kernel's kernel-doc extension (from linux-source), warnings
-# are errors: the ABI pages are pulled from the header's kernel-doc
-htmldocs: $(KSFT)/kselftest_harness.h
-	MEMPREPOP_KSRC=$(CURDIR)/$(KSRC) sphinx-build -q -W --keep-going \
-		-b html Documentation $(B)/htmldocs
-	@echo "documentation in $(B)/htmldocs/index.html"
 
 # --- tests --------------------------------------------------------------------
 $(KSFT)/kselftest_harness.h:
@@ -196,25 +115,8 @@ $(KSFT)/kselftest_harness.h:
 		'*/Documentation/sphinx/*'
 	touch $@
 
-# The harness's EXPECT_*() compare with int literals and its signal handler
-# has an unused parameter: those two warnings are the harness's, not ours.
-KSFT_CFLAGS	:= -isystem $(KSFT) -Iselftests $(CPPFLAGS_USER) $(CFLAGS) $(WARN) \
-		   -Wno-sign-compare -Wno-unused-parameter
-
-$(B)/tests/ktap_helpers.sh: selftests/ktap_helpers.sh
-	@mkdir -p $(@D)
-	install -m 0644 $< $@
-
-$(B)/tests/%.sh: user/tests/%.sh
-	@mkdir -p $(@D)
-	install -m 0755 $< $@
-
-$(B)/tests/%: user/tests/%.c $(wildcard selftests/*.h) \
-	      $(KSFT)/kselftest_harness.h $(LIB_A)
-	@mkdir -p $(@D)
-	$(CC) $(KSFT_CFLAGS) -o $@ $< $(LIB_A) $(LDLIBS_USER)
-
-selftests: $(KSFT)/kselftest_harness.h $(LIBTESTS) $(B)/tests/ktap_helpers.sh
+selftests: $(KSFT)/kselftest_harness.h lib
+	+$(MAKE) -C user tests
 	@mkdir -p $(KSFT_OUT)
 	+$(KSFT_MAKE)
 
@@ -224,68 +126,74 @@ VM_KO		:= $(B)/vm/mod/kmod/memprepop.ko
 VM_INITRD	:= $(B)/vm/initramfs.cpio
 KSFT_INSTALL	:= $(B)/vm/kselftest
 
-$(VM_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h) | deps
+$(VM_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h)
 	@echo "module: building for the test VM's $(VM_KVER)"
 	@scripts/build-module $(VM_KDIR) $(B)/vm/mod
 
 # The selftests as the kernel's "make install" of selftests lays them out
 ksft-install: selftests
 	rm -rf $(KSFT_INSTALL)
-	+$(KSFT_MAKE) -s install INSTALL_PATH=$(CURDIR)/$(KSFT_INSTALL)/memprepop
+	+$(KSFT_MAKE) -s install INSTALL_PATH=$(KSFT_INSTALL)/memprepop
 	+$(KSFT_MAKE) -s --no-print-directory emit_tests COLLECTION=memprepop \
 		> $(KSFT_INSTALL)/kselftest-list.txt
 
-$(VM_INITRD): $(VM_KO) lib tool examples ksft-install | deps
+$(VM_INITRD): $(VM_KO) lib tool examples ksft-install
 	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM_KO)
 
 # The same for the second kernel
 VM2_KO		:= $(B)/vm-$(VM2_SERIES)/mod/kmod/memprepop.ko
 VM2_INITRD	:= $(B)/vm-$(VM2_SERIES)/initramfs.cpio
 
-$(VM2_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h) | deps
+$(VM2_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h)
 	@test -n "$(VM2_KVER)" || { echo "no $(VM2_SERIES) kernel installed" \
 		"(make deps installs it)" >&2; exit 1; }
 	@echo "module: building for the test VM's $(VM2_KVER)"
 	@scripts/build-module /lib/modules/$(VM2_KVER)/build $(B)/vm-$(VM2_SERIES)/mod
 
-$(VM2_INITRD): $(VM2_KO) $(VM_INITRD) | deps
+$(VM2_INITRD): $(VM2_KO) $(VM_INITRD)
 	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM2_KO)
 
 # make vm [KERNEL=6.12] [RUN='...'] [EXTRA=file...]: boot the test VM
 RUN_KVER	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_KVER),$(VM_KVER))
 RUN_INITRD	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
 
-vm: $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+vm: deps
+	+$(MAKE) --no-print-directory $(RUN_INITRD)
 	testvm/run --initrd $(RUN_INITRD) --kver $(RUN_KVER) \
 		$(if $(value RUN),--run '$(subst ','\'',$(value RUN))') $(foreach f,$(EXTRA),--extra $(f))
 
-demo: $(VM_INITRD)
+demo: deps
+	+$(MAKE) --no-print-directory $(VM_INITRD)
 	testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) \
 		--run '/usr/share/memprepop/demo'
 
 # make bench [QUICK=1]: on this host; make bench-vm [KERNEL=6.12]: in the
 # test VM, with the module. Results: results/*.md, *.json, *.png
-bench: $(BENCH) $(TOOL) | deps
+bench: deps
+	+$(MAKE) --no-print-directory $(BENCH) tool
 	bench/run $(if $(QUICK),--quick)
 
-bench-vm: $(BENCH) $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+bench-vm: deps
+	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
 	bench/run $(if $(QUICK),--quick) --vm $(RUN_INITRD) $(RUN_KVER)
 
 # The VMM scenarios (regions, small calls, background): bench/run --vmm
-bench-vmm: $(BENCH) $(TOOL) | deps
+bench-vmm: deps
+	+$(MAKE) --no-print-directory $(BENCH) tool
 	bench/run $(if $(QUICK),--quick) --vmm
 
-bench-vmm-vm: $(BENCH) $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+bench-vmm-vm: deps
+	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
 	bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_INITRD) $(RUN_KVER)
 
 # QEMU with contrib/qemu's series against stock QEMU (scripts/qemu-build)
 QEMU_MPP	= $$(scripts/qemu-build $(B))/qemu-system-x86_64
-bench-qemu: $(BENCH) $(TOOL) | deps
-	@$(MAKE) -s lib tool docs
+bench-qemu: deps
+	+$(MAKE) --no-print-directory -s $(BENCH) lib tool docs
 	bench/run $(if $(QUICK),--quick) --qemu "$(QEMU_MPP)"
 
-bench-qemu-vm: $(BENCH) $(VM_INITRD)
-	@$(MAKE) -s lib tool docs
+bench-qemu-vm: deps
+	+$(MAKE) --no-print-directory -s $(BENCH) $(VM_INITRD) lib tool docs
 	q="$(QEMU_MPP)" && testvm/mkinitramfs-qemu $(VM_INITRD) "$$q" \
 		$(B)/qemu/initramfs.cpio && \
 	bench/run $(if $(QUICK),--quick) --qemu "$$q" \

@@ -78,8 +78,8 @@ check-debug: deps
 # QEMU with contrib/qemu's series against Debian's stock QEMU, on this host
 # and in the test VM (not part of make check: its first build takes long;
 # the build is cached, see scripts/qemu-build)
-check-qemu: deps $(VM_INITRD)
-	@$(MAKE) -s lib tool docs
+check-qemu: deps
+	@$(MAKE) -s lib tool docs $(VM_INITRD)
 	@set -o pipefail; scripts/check-qemu $(B) $(VM_INITRD) $(VM_KVER) \
 		2>&1 | tee $(B)/check-qemu.log | selftests/ktap-summary
 
