@@ -14,7 +14,11 @@
 # one, else the test VM's kernel (Debian's linux-headers-amd64). The VM
 # targets always build it for the VM's kernel, apart, in build/vm/.
 
+# Relative here, as the paths of build products have always been named
+# (make build/vm/initramfs.cpio); absolute for each directory's Makefile
+B		:= build
 include Makefile.common
+SUBMAKE		= $(MAKE) B=$(abspath $(B))
 
 # --- kernels ----------------------------------------------------------------
 # The test VM boots Debian's kernel (never hard-coded), and Debian's newest
@@ -43,7 +47,8 @@ DKMS_CONF	:= $(B)/dkms.conf
 
 # The module's selftests: a kselftest directory of their own (selftests/)
 KSFT_OUT	:= $(B)/selftests/memprepop
-KSFT_MAKE	:= $(MAKE) -C selftests KSFT_DIR=$(KSFT) OUTPUT=$(KSFT_OUT)
+KSFT_MAKE	:= $(MAKE) -C selftests KSFT_DIR=$(abspath $(KSFT)) \
+		   OUTPUT=$(abspath $(KSFT_OUT))
 # The library's tests (user/tests), as check-host runs them
 LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
 		   $(wildcard user/tests/*_test.c)) \
@@ -80,19 +85,19 @@ $(KO): module
 
 # --- user space, documentation: each directory's own Makefile ---------------
 lib tool:
-	+$(MAKE) -C user $@
+	+$(SUBMAKE) -C user $@
 
 examples: lib
-	+$(MAKE) -C examples
+	+$(SUBMAKE) -C examples
 
 $(BENCH): lib
-	+$(MAKE) -C bench
+	+$(SUBMAKE) -C bench
 
 docs:
-	+$(MAKE) -C Documentation man
+	+$(SUBMAKE) -C Documentation man
 
 htmldocs: $(KSFT)/kselftest_harness.h
-	+$(MAKE) -C Documentation htmldocs
+	+$(SUBMAKE) -C Documentation htmldocs
 
 $(DKMS_CONF): dkms.conf.in VERSION
 	@mkdir -p $(@D)
@@ -116,7 +121,7 @@ $(KSFT)/kselftest_harness.h:
 	touch $@
 
 selftests: $(KSFT)/kselftest_harness.h lib
-	+$(MAKE) -C user tests
+	+$(SUBMAKE) -C user tests
 	@mkdir -p $(KSFT_OUT)
 	+$(KSFT_MAKE)
 
@@ -133,7 +138,7 @@ $(VM_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/
 # The selftests as the kernel's "make install" of selftests lays them out
 ksft-install: selftests
 	rm -rf $(KSFT_INSTALL)
-	+$(KSFT_MAKE) -s install INSTALL_PATH=$(KSFT_INSTALL)/memprepop
+	+$(KSFT_MAKE) -s install INSTALL_PATH=$(abspath $(KSFT_INSTALL))/memprepop
 	+$(KSFT_MAKE) -s --no-print-directory emit_tests COLLECTION=memprepop \
 		> $(KSFT_INSTALL)/kselftest-list.txt
 

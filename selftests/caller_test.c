@@ -286,6 +286,64 @@ TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
 	}
 }
 
+/*
+ * RLIMIT_CPU of 1 s (soft; hard unlimited), then 1536 MiB populated and
+ * 0.2 s of the caller's own computing: the process gets SIGXCPU, whose
+ * default action ends it. The kernel acts on a process CPU timer only
+ * when a thread of the process returns to user mode: madvise's thread
+ * gets it as its call returns; the ioctl's workers, the process's own
+ * threads, use the CPU while the calling thread only waits, and the
+ * calling thread gets it once it computes. A kernel thread's CPU time is
+ * its own, never the process's (security.rst).
+ */
+TEST_F_TIMEOUT(caller, cpu_limit_applies_to_workers, SLOW)
+{
+	if (!workers_are_threads())
+		SKIP(return, "kernel threads: their CPU time is not the process's (security.rst)");
+	for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
+		long committed = meminfo_field("Committed_AS");
+		struct rusage ru;
+		int status;
+		pid_t pid;
+
+		ASSERT_TRUE(workers_gone(30));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct rlimit rl = { 1, RLIM_INFINITY };
+			struct memprepop_populate req;
+			size_t len = 1536 * MiB;
+			char *p = map_anon_both(len);
+			int fd = open_dev();
+
+			if (!p || fd < 0)
+				_exit(10);
+			if (setrlimit(RLIMIT_CPU, &rl))
+				_exit(11);
+			if (by_ioctl)
+				ioc_populate(fd, p, len, 0, &req);
+			else
+				madvise_populate_write(p, len);
+			for (double t0 = now(); now() - t0 < 0.2;)
+				;
+			_exit(0);
+		}
+		ASSERT_EQ(pid, wait4(pid, &status, 0, &ru));
+		TH_LOG("%s: %s %d after %.2f s of CPU",
+		       by_ioctl ? "ioctl" : "madvise",
+		       WIFSIGNALED(status) ? "killed by signal" : "exited",
+		       WIFSIGNALED(status) ? WTERMSIG(status) :
+		       WEXITSTATUS(status),
+		       ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU);
+		/* Its commitment back before the next (rttime_applies_to_workers) */
+		for (int i = 0; i < 3000 &&
+		     meminfo_field("Committed_AS") > committed + 1024; i++)
+			usleep(10 * 1000);
+	}
+}
+
 #define SCHED_FLAG_KEEP_ALL		0x18
 #define SCHED_FLAG_UTIL_CLAMP		0x60
 
