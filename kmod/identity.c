@@ -209,11 +209,20 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
  *
  * Before the call may end: back to the root cgroups, where kernel threads
  * are created, so that no cgroup of the caller holds a kernel thread its
- * freezer would wait for. Its scheduling attributes stay until its next
- * call sets the next caller's.
+ * freezer would wait for, and without the call's fault-injection filter.
+ * Its scheduling attributes stay until its next call sets the next
+ * caller's.
  */
 void mpp_identity_disown(struct task_struct *task)
 {
+#ifdef CONFIG_FAULT_INJECTION
+	/*
+	 * The filter is the call's: a thread that stays, or a user worker
+	 * thread created while its caller's was set, fails no allocation of
+	 * its idle life or of a later call
+	 */
+	task->make_it_fail = 0;
+#endif
 	if (MPP_USER_WORKERS || mpp_same_cgroups(&init_task, task))
 		return;
 	/* Out of memory it stays; mpp_identity_disowned() then says so */

@@ -61,6 +61,25 @@ static long module_refcnt(void)
 }
 
 /*
+ * Workers, kept or not, that still carry a call's fault-injection filter
+ * (/proc/TID/make-it-fail): once the call has returned, none should, or
+ * they fail allocations of their idle life and of later callers' calls.
+ */
+static int failing_workers(void)
+{
+	struct worker_stat ws[64];
+	int n = scan_workers(ws, 64), bad = 0;
+
+	for (int i = 0; i < n && i < 64; i++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/make-it-fail", ws[i].tid);
+		bad += read_long(path) > 0;
+	}
+	return bad;
+}
+
+/*
  * The module's references that are not a live worker's: each worker holds
  * one while it lives, and those that stay between calls live on, idle.
  * Waits up to 2 s for it to be @want, and returns it.
@@ -231,6 +250,7 @@ TEST_F(inject, enomem_and_exact_populated)
 		failing_end(&self->f);
 		disarm(variant->inj);
 		ASSERT_LE(0, self->f.mif);
+		EXPECT_EQ(0, failing_workers());
 
 		TH_LOG("budget %lu: madvise %d, ioctl %d, populated %llu",
 		       variant->budgets[i], ref, ret,
