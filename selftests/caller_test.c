@@ -232,6 +232,19 @@ TEST_F_TIMEOUT(caller, workers_take_callers_ioprio, SLOW)
 }
 
 /*
+ * A killed child's commitment is given back once its mm goes, which can be
+ * after it is reaped (its last worker lets go of it): the tests after the
+ * one that killed it measure the commit limit. Waits up to 30 s for
+ * Committed_AS (kB) to be back within 1 MiB of @committed.
+ */
+static void commit_given_back(long committed)
+{
+	for (int i = 0; i < 3000 &&
+	     meminfo_field("Committed_AS") > committed + 1024; i++)
+		usleep(10 * 1000);
+}
+
+/*
  * RLIMIT_RTTIME of a SCHED_FIFO caller, 50 ms: madvise of 1 GiB in its own
  * thread runs past it without blocking and the process is killed
  * (SIGKILL, the hard limit); so it is when the ioctl's workers, its own
@@ -275,14 +288,7 @@ TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
 		       WIFSIGNALED(status) ? WTERMSIG(status) :
 		       WEXITSTATUS(status));
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-		/*
-		 * Its 1 GiB committed is given back once its mm goes, which
-		 * can be after it is reaped (its last worker lets go of it):
-		 * the tests after this one measure the commit limit
-		 */
-		for (int i = 0; i < 3000 &&
-		     meminfo_field("Committed_AS") > committed + 1024; i++)
-			usleep(10 * 1000);
+		commit_given_back(committed);
 	}
 }
 
@@ -337,10 +343,7 @@ TEST_F_TIMEOUT(caller, cpu_limit_applies_to_workers, SLOW)
 		       ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
 		       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU);
-		/* Its commitment back before the next (rttime_applies_to_workers) */
-		for (int i = 0; i < 3000 &&
-		     meminfo_field("Committed_AS") > committed + 1024; i++)
-			usleep(10 * 1000);
+		commit_given_back(committed);
 	}
 }
 
