@@ -304,31 +304,84 @@ TEST_F(place, node_without_allowed_cpus_is_served)
 	EXPECT_EQ(LEN / page_size(), counts[1]);
 }
 
-/* The CPUs working memprepop workers run on, from /proc/PID/stat */
+/*
+ * The CPUs memprepop workers run on while they work, from /proc/PID/stat.
+ * A worker kept idle from an earlier call wakes now and then to check
+ * whether it is still wanted, on whichever CPU it was left on: only the
+ * threads whose CPU time grew by a few ticks over the call count as this
+ * call's workers.
+ */
+#define SAMPLER_THREADS	64
+#define WORKED_TICKS	3
+
+struct sampled_worker {
+	int tid;
+	unsigned long first_ticks, last_ticks;
+	unsigned long cpus;	/* bit N: seen running on CPU N */
+};
+
 struct cpu_sampler {
 	pthread_t tid;
 	volatile bool stop;
 	volatile bool ready;	/* one scan done: it is up to speed */
-	unsigned long cpus;	/* bit N: a working worker was on CPU N */
+	int nr;
+	struct sampled_worker w[SAMPLER_THREADS];
 };
+
+static struct sampled_worker *sampled(struct cpu_sampler *s,
+				      const struct worker_stat *ws)
+{
+	for (int i = 0; i < s->nr; i++)
+		if (s->w[i].tid == ws->tid)
+			return &s->w[i];
+	if (s->nr == SAMPLER_THREADS)
+		return NULL;
+	s->w[s->nr] = (struct sampled_worker){ .tid = ws->tid,
+					       .first_ticks = ws->ticks };
+	return &s->w[s->nr++];
+}
 
 static void *sample_cpus(void *arg)
 {
 	struct cpu_sampler *s = arg;
-	struct worker_stat ws[64];
+	struct worker_stat ws[SAMPLER_THREADS];
 
 	while (!s->stop) {
-		int n = scan_workers(ws, 64);
+		int n = scan_workers(ws, SAMPLER_THREADS);
 
-		for (int i = 0; i < n && i < 64; i++)
+		for (int i = 0; i < n && i < SAMPLER_THREADS; i++) {
+			struct sampled_worker *w = sampled(s, &ws[i]);
+
+			if (!w)
+				continue;
+			w->last_ticks = ws[i].ticks;
 			/* Idle: 'I' (kernel threads), 'S' (vhost_task) */
 			if (ws[i].state != 'I' && ws[i].state != 'S' &&
 			    ws[i].cpu < 64)
-				s->cpus |= 1UL << ws[i].cpu;
+				w->cpus |= 1UL << ws[i].cpu;
+		}
 		s->ready = true;
 		usleep(1000);
 	}
 	return NULL;
+}
+
+/* The CPUs of the sampled threads that worked */
+static unsigned long worked_cpus(const struct cpu_sampler *s)
+{
+	unsigned long cpus = 0;
+
+	for (int i = 0; i < s->nr; i++) {
+		const struct sampled_worker *w = &s->w[i];
+		bool worked = w->last_ticks - w->first_ticks >= WORKED_TICKS;
+
+		fprintf(stderr, "# worker %d: %lu ticks, seen on CPUs %#lx%s\n",
+			       w->tid, w->last_ticks - w->first_ticks, w->cpus,
+			       worked ? "" : ", not counted");
+		if (worked)
+			cpus |= w->cpus;
+	}
+	return cpus;
 }
 
 /* Populate with @flags and @max_workers; *@cpus: where workers were seen */
@@ -358,7 +411,7 @@ static int populate_seen(int fd, void *p, size_t len, uint64_t flags,
 	ret = ioc_populate_workers(fd, p, len, flags, max_workers, req);
 	s.stop = true;
 	pthread_join(s.tid, NULL);
-	*cpus = s.cpus;
+	*cpus = worked_cpus(&s);
 	return ret;
 }
 

@@ -23,6 +23,7 @@ struct worker_stat {
 	int tid;
 	char state;		/* 'I' while it waits idle between calls */
 	int cpu;		/* the CPU it last ran on */
+	unsigned long ticks;	/* utime + stime, in clock ticks */
 };
 
 /* What sched_setattr(2) and sched_getattr(2) take, up to the clamps */
@@ -56,8 +57,8 @@ static inline int task_ioprio(pid_t tid)
 
 /*
  * Reads /proc/@path/stat into @ws if it is a memprepop worker's: field 3 is
- * the state, 19 nice, 39 the CPU last run on, 41 the policy. Returns 1 for
- * a worker, else 0.
+ * the state, 14 and 15 user and system time, 19 nice, 39 the CPU last run
+ * on, 41 the policy. Returns 1 for a worker, else 0.
  */
 static inline int read_worker(const char *path, int tid, struct worker_stat *ws)
 {
@@ -79,10 +80,13 @@ static inline int read_worker(const char *path, int tid, struct worker_stat *ws)
 	if (!ws)
 		return 1;
 	s = strrchr(buf, ')');
+	ws->ticks = 0;
 	for (s = strtok(s + 1, " "); s; s = strtok(NULL, " ")) {
 		field++;
 		if (field == 3)
 			ws->state = s[0];
+		if (field == 14 || field == 15)
+			ws->ticks += strtoul(s, NULL, 10);
 		if (field == 39)
 			ws->cpu = atoi(s);
 		if (field == 19)
