@@ -374,12 +374,9 @@ struct mpp_request {
 
 /* uapi.c: every copy from and to user space of the ioctls */
 int mpp_uapi_info_put(void __user *uarg, size_t usize);
-int mpp_uapi_populate_get(void __user *uarg, size_t usize,
-			  struct memprepop_populate *args,
-			  struct mpp_call *call);
-int mpp_uapi_ranges_get(const struct mpp_call *call,
-			const struct memprepop_populate *args,
-			struct mpp_range *ranges);
+struct mpp_request *mpp_uapi_call_get(struct mpp_call *call,
+				      void __user *uarg, size_t usize,
+				      int *ret);
 int mpp_uapi_populate_put(const struct mpp_call *call,
 			  const struct mpp_request *req, int ret);
 int mpp_uapi_wait_get(void __user *uarg, size_t usize,

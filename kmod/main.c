@@ -76,38 +76,6 @@ static void mpp_file_drop_orphan(struct mpp_file *f)
 }
 
 /*
- * A call read and its ranges with it: the request, or NULL with *@ret set
- * (0 when there was nothing to do).
- */
-static struct mpp_request *mpp_call_read(struct mpp_call *call,
-					 void __user *uarg, size_t usize,
-					 int *ret)
-{
-	struct memprepop_populate args;
-	struct mpp_request *req;
-
-	*ret = mpp_uapi_populate_get(uarg, usize, &args, call);
-	if (*ret || !call->nr_ranges)
-		return NULL;
-	/* A thread without an mm (a kernel thread) has nothing to populate */
-	if (!current->mm) {
-		*ret = -EINVAL;
-		return NULL;
-	}
-	req = mpp_request_alloc(call);
-	if (!req) {
-		*ret = -ENOMEM;
-		return NULL;
-	}
-	*ret = mpp_uapi_ranges_get(call, &args, req->ranges);
-	if (*ret) {
-		mpp_request_put(req);
-		return NULL;
-	}
-	return req;
-}
-
-/*
  * A call is over, whichever way: its outputs written, counted. Returns its
  * result.
  */
@@ -129,7 +97,7 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	struct mpp_call call;
 	int ret;
 
-	req = mpp_call_read(&call, uarg, usize, &ret);
+	req = mpp_uapi_call_get(&call, uarg, usize, &ret);
 	if (!req)
 		return mpp_call_end(&call, NULL, ret);
 

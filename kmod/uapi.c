@@ -107,9 +107,9 @@ static void mpp_uapi_range_init(struct mpp_range *range, u64 addr, u64 len)
  * Return: 0, or the errno documented for %MEMPREPOP_IOC_POPULATE: -EINVAL,
  * -E2BIG or -EFAULT.
  */
-int mpp_uapi_populate_get(void __user *uarg, size_t usize,
-			  struct memprepop_populate *args,
-			  struct mpp_call *call)
+static int mpp_uapi_populate_get(void __user *uarg, size_t usize,
+				 struct memprepop_populate *args,
+				 struct mpp_call *call)
 {
 	struct mpp_range one;
 	u32 reserved;
@@ -174,9 +174,9 @@ int mpp_uapi_populate_get(void __user *uarg, size_t usize,
  *
  * Return: 0, -EINTR (a fatal signal), -EINVAL or the copy's errno.
  */
-int mpp_uapi_ranges_get(const struct mpp_call *call,
-			const struct memprepop_populate *args,
-			struct mpp_range *ranges)
+static int mpp_uapi_ranges_get(const struct mpp_call *call,
+			       const struct memprepop_populate *args,
+			       struct mpp_range *ranges)
 {
 	unsigned int i;
 
@@ -207,6 +207,49 @@ int mpp_uapi_ranges_get(const struct mpp_call *call,
 		}
 	}
 	return 0;
+}
+
+/**
+ * mpp_uapi_call_get() - a %MEMPREPOP_IOC_POPULATE call read, as a request
+ * @call: filled with the call as the core takes it
+ * @uarg: the caller's struct memprepop_populate
+ * @usize: its size, from the ioctl number
+ * @ret: set to 0 or the call's errno
+ *
+ * Reads the structure (mpp_uapi_populate_get()), then, once the request for
+ * it is allocated, its ranges into the request (mpp_uapi_ranges_get()): the
+ * one place a call's input is read.
+ *
+ * Return: the request, or NULL with *@ret set: 0 when there is nothing to
+ * do, else -EINVAL (also for a caller without an mm), -E2BIG, -EFAULT,
+ * -EINTR or -ENOMEM.
+ */
+struct mpp_request *mpp_uapi_call_get(struct mpp_call *call,
+				      void __user *uarg, size_t usize,
+				      int *ret)
+{
+	struct memprepop_populate args;
+	struct mpp_request *req;
+
+	*ret = mpp_uapi_populate_get(uarg, usize, &args, call);
+	if (*ret || !call->nr_ranges)
+		return NULL;
+	/* A thread without an mm (a kernel thread) has nothing to populate */
+	if (!current->mm) {
+		*ret = -EINVAL;
+		return NULL;
+	}
+	req = mpp_request_alloc(call);
+	if (!req) {
+		*ret = -ENOMEM;
+		return NULL;
+	}
+	*ret = mpp_uapi_ranges_get(call, &args, req->ranges);
+	if (*ret) {
+		mpp_request_put(req);
+		return NULL;
+	}
+	return req;
 }
 
 /* Each range's outcome into the caller's array: 0 or -EFAULT */
