@@ -75,11 +75,12 @@ check-debug: deps
 		$(DEBUG_STRESS_SECS) $(DEBUG_TIMEOUT) 2>&1 | \
 		tee $(B)/check-debug.log | selftests/ktap-summary
 
-# QEMU with contrib/qemu's series against Debian's stock QEMU, on this host
+# QEMU with contrib/qemu's series (QEMU=10.0 or QEMU=7.2 for one; both by
+# default) against stock QEMU of the same version, on this host
 # and in the test VM (not part of make check: its first build takes long;
 # the build is cached, see scripts/qemu-build)
 check-qemu: deps
 	@$(MAKE) -s lib tool docs $(VM_INITRD)
 	@set -o pipefail; scripts/check-qemu $(B) $(VM_INITRD) $(VM_KVER) \
-		2>&1 | tee $(B)/check-qemu.log | selftests/ktap-summary
+		$(QEMU) 2>&1 | tee $(B)/check-qemu.log | selftests/ktap-summary
 

@@ -11,6 +11,9 @@
 #
 # usage: qemu_test.sh PATCHED_QEMU [STOCK_QEMU]
 #
+# Tests 19-22 are for QEMU 10.0 and later (libvirt's thread contexts with
+# asynchronous preallocation, mem-lock=on-fault), skipped for older ones.
+#
 # MEMPREPOP_QEMU_WITHOUT=1: PATCHED_QEMU is the series built without
 # libmemprepop, which must behave as stock QEMU does: the same results, no
 # libmemprepop mapped, the module never called.
@@ -53,11 +56,13 @@ node_of() {
 		echo "$nodes" | head -n 1
 	fi
 }
-backends() {	# PRE ('on'/'off') THREADS [EXTRA]: the -object arguments
+backends() {	# PRE ('on'/'off') THREADS [EXTRA]: the -object arguments;
+		# an @ in EXTRA is the backend's index
 	for i in 0 1; do
 		printf -- '-object memory-backend-ram,id=m%s,size=%sM,' "$i" "$mib"
 		printf 'host-nodes=%s,policy=bind,prealloc=%s,' "$(node_of $i)" "$1"
-		printf 'prealloc-threads=%s%s ' "$2" "${3:-}"
+		printf 'prealloc-threads=%s%s ' "$2" "$(echo "${3:-}" |
+			sed "s/@/$i/g")"
 	done
 }
 
@@ -150,7 +155,7 @@ if [ ! -x "$patched" ]; then
 	exit 4
 fi
 command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
-echo "1..18"
+echo "1..22"
 has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
 echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend; numa_balancing: $(cat /proc/sys/kernel/numa_balancing 2> /dev/null || echo -)"
@@ -379,5 +384,88 @@ else
 	why="needs 2 nodes and free 2 MiB hugetlb pages on $hp"
 	ok 0 "hugetlb pool exhausted: exit status # SKIP $why"
 	ok 0 "hugetlb pool exhausted: message # SKIP $why"
+fi
+# 19-22 (QEMU 10.0 and later)
+qver=$("$patched" --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p' |
+	head -n 1)
+# The allowed CPUs of every memprepop worker, kernel thread or thread of
+# QEMU (vhost_task), one line each, while $tmp/done does not exist
+sample_workers() {
+	: > "$tmp/cpus"
+	while [ ! -e "$tmp/done" ]; do
+		for t in /proc/[0-9]*/task/[0-9]*; do
+			comm=$(cat "$t/comm" 2> /dev/null) || continue
+			case $comm in memprepop/*)
+				awk '/^Cpus_allowed_list:/ { print $2 }' \
+					"$t/status" >> "$tmp/cpus" ;;
+			esac
+		done
+	done
+}
+# 19-20: libvirt's layout, one thread context per host node
+# (node-affinity) as each bound backend's prealloc-context: placed, and for
+# the patched one through one call of the module, each node's workers on
+# that node's CPUs only
+if [ "${qver:-0}" -ge 10 ] && [ "$nr_nodes" -ge 2 ]; then
+	tcs="-object thread-context,id=tc0,node-affinity=$(node_of 0)"
+	tcs="$tcs -object thread-context,id=tc1,node-affinity=$(node_of 1)"
+	for q in patched stock; do
+		as $q
+		calls0=$(stat_of calls) bytes0=$(stat_of bytes_populated)
+		rm -f "$tmp/done"
+		sample_workers &
+		sampler=$!
+		if start "$bin" $tcs $(backends on 2 ,prealloc-context=tc@)
+		then
+			placed "$label"
+			good=$?
+			stop
+		else
+			cat "$tmp/err"
+			good=1
+		fi
+		touch "$tmp/done"
+		wait $sampler
+		calls=$(($(stat_of calls) - calls0))
+		bytes=$(($(stat_of bytes_populated) - bytes0))
+		seen=$(sort -u "$tmp/cpus" | tr '\n' ' ')
+		echo "# $label: libvirt's layout: module calls $calls, $bytes bytes; workers' allowed CPUs: ${seen:-none seen}"
+		if [ $q = patched ] && [ $has_module = 1 ]; then
+			[ "$calls" = $mpp_calls ] &&
+				[ "$bytes" = $((mpp_calls * 2 * mib * 1048576)) ] &&
+				! echo "$seen" | grep -q '[-,]' || good=1
+		fi
+		what="placed"
+		[ $q = patched ] && [ $has_module = 1 ] &&
+			what="placed, $mpp_calls module call, workers on their node's CPUs"
+		ok $good "$label: libvirt's thread contexts: $what"
+	done
+else
+	why="needs QEMU 10 and 2 nodes"
+	ok 0 "libvirt's thread contexts: patched # SKIP $why"
+	ok 0 "libvirt's thread contexts: stock # SKIP $why"
+fi
+
+# 21-22: mem-lock=on-fault, preallocated: placed and locked
+if [ "${qver:-0}" -ge 10 ]; then
+	for q in patched stock; do
+		as $q
+		if start "$bin" $(backends on 2) -overcommit mem-lock=on-fault
+		then
+			placed "$label"
+			good=$?
+			lck=$(vmlck_kb)
+			stop
+			echo "# $label: mem-lock=on-fault: VmLck $lck kB"
+			[ "$lck" -ge $((2 * mib * 1024)) ] || good=1
+		else
+			cat "$tmp/err"
+			good=1
+		fi
+		ok $good "$label: mem-lock=on-fault: every page on its node, locked"
+	done
+else
+	ok 0 "mem-lock=on-fault: patched # SKIP needs QEMU 10"
+	ok 0 "mem-lock=on-fault: stock # SKIP needs QEMU 10"
 fi
 ktap_finish
