@@ -191,18 +191,25 @@ bench-vmm-vm: deps
 	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
 	bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_INITRD) $(RUN_KVER)
 
-# QEMU with contrib/qemu's series against stock QEMU (scripts/qemu-build)
-QEMU_MPP	= $$(scripts/qemu-build $(B))/qemu-system-x86_64
+# QEMU with one of contrib/qemu's series (QEMU=7.2, the default, or
+# QEMU=10.0) against stock QEMU (scripts/qemu-build): Debian's binary for
+# 7.2, the same source built without the series for 10.0
+QEMU_SERIES	= $(or $(QEMU),7.2)
+QEMU_MPP	= $$(scripts/qemu-build $(B) --qemu $(QEMU_SERIES))/qemu-system-x86_64
+QEMU_STOCK	= $(if $(filter 7.2,$(QEMU_SERIES)),,$$(scripts/qemu-build $(B) \
+		  --qemu $(QEMU_SERIES) --stock)/qemu-system-x86_64)
 bench-qemu: deps
 	+$(MAKE) --no-print-directory -s $(BENCH) lib tool docs
-	bench/run $(if $(QUICK),--quick) --qemu "$(QEMU_MPP)"
+	q="$(QEMU_MPP)" && s="$(QEMU_STOCK)" && \
+	bench/run $(if $(QUICK),--quick) --qemu "$$q" $${s:+--qemu-stock "$$s"}
 
 bench-qemu-vm: deps
 	+$(MAKE) --no-print-directory -s $(BENCH) $(VM_INITRD) lib tool docs
-	q="$(QEMU_MPP)" && testvm/mkinitramfs-qemu $(VM_INITRD) "$$q" \
-		$(B)/qemu/initramfs.cpio && \
+	q="$(QEMU_MPP)" && s="$(QEMU_STOCK)" && \
+	testvm/mkinitramfs-qemu $(VM_INITRD) "$$q" \
+		$(B)/qemu-$(QEMU_SERIES)/initramfs.cpio "" $$s && \
 	bench/run $(if $(QUICK),--quick) --qemu "$$q" \
-		--vm $(B)/qemu/initramfs.cpio $(VM_KVER)
+		--vm $(B)/qemu-$(QEMU_SERIES)/initramfs.cpio $(VM_KVER)
 
 # --- install --------------------------------------------------------------------
 # udev reads /usr/lib/udev/rules.d whatever PREFIX is

@@ -13,12 +13,16 @@
  * or workers), memset:N (N threads zeroing memory already populated: the
  * bandwidth limit). Page kinds: 4k (THP off), thp (THP always), 2m (hugetlb).
  *
- * QEMU against QEMU: qemu-stock:N (the qemu-system-x86_64 on PATH) and
- * qemu-mpp:N (--qemu-mpp PATH, built with contrib/qemu's series), both timed
- * from spawn to their monitor's answer, whole: each line also carries the
- * same binary's time to ready without preallocation or locking ("startup"),
- * the pages per node of its bound backends and its VmLck, read from /proc
- * while it runs. --mem-lock adds -overcommit mem-lock=on to both.
+ * QEMU against QEMU: qemu-stock:N (--qemu-stock PATH, by default the
+ * qemu-system-x86_64 on PATH) and qemu-mpp:N (--qemu-mpp PATH, built with
+ * contrib/qemu's series), both timed from spawn to their monitor's answer,
+ * whole: each line also carries the same binary's time to ready without
+ * preallocation or locking ("startup"), the pages per node of its bound
+ * backends and its VmLck, read from /proc while it runs. --mem-lock adds
+ * -overcommit mem-lock=on to both (--mem-lock=on-fault: mem-lock=on-fault);
+ * --thread-contexts gives each bound backend a thread context of its node
+ * (thread-context,node-affinity=N as its prealloc-context), as libvirt
+ * does.
  * qemu-stock-hot:N and qemu-mpp-hot:N start QEMU without backends and add
  * them with object_add once it is ready (memory hotplug): timed from the
  * command to its answer.
@@ -89,7 +93,9 @@ struct config {
 	const char *policy_name;
 	char hugetlbfs[64];	/* a mount for QEMU's hugetlb backend */
 	const char *qemu_mpp;	/* QEMU built with contrib/qemu's series */
-	bool mem_lock;		/* -overcommit mem-lock=on for qemu-*: */
+	const char *qemu_stock;	/* stock QEMU: qemu-system-x86_64 on PATH */
+	const char *mem_lock;	/* -overcommit mem-lock= for qemu-*, or NULL */
+	bool thread_contexts;	/* a thread context per bound backend */
 };
 
 #define QEMU_NODES	8
@@ -308,8 +314,9 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 		       const char *bin, unsigned int how, struct qemu_seen *seen)
 {
 	static const char ask[] = "info status\n", quit[] = "quit\n";
-	char objects[MAX_REGIONS][512], mib[32], buf[4096];
-	char *argv[12 + 2 * MAX_REGIONS] = {
+	char objects[MAX_REGIONS][512], tcs[MAX_REGIONS][64], mib[32];
+	char lock[32], buf[4096];
+	char *argv[12 + 4 * MAX_REGIONS] = {
 		(char *)bin, "-machine", "none", "-nodefaults",
 		"-display", "none", "-monitor", "stdio",
 	};
@@ -322,18 +329,30 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	snprintf(mib, sizeof(mib), "%lluM",
 		 (unsigned long long)(size / cfg->regions / MiB));
 	for (unsigned int i = 0; i < cfg->regions; i++) {
-		char *obj = objects[i], policy[64] = "";
+		char *obj = objects[i], policy[96] = "";
+		int node = __builtin_ctzl(policy_mask(cfg, i));
 
 		/* A region per node, as the other methods have them */
 		if (cfg->policy != MPOL_DEFAULT && cfg->regions > 1)
 			/* object_add's parser takes a list by its items */
 			snprintf(policy, sizeof(policy),
 				 how & QEMU_HOTPLUG ? ",host-nodes.0=%d,policy=%s" :
-				 ",host-nodes=%d,policy=%s",
-				 __builtin_ctzl(policy_mask(cfg, i)),
+				 ",host-nodes=%d,policy=%s", node,
 				 cfg->policy == MPOL_BIND ? "bind" :
 				 cfg->policy == MPOL_INTERLEAVE ? "interleave" :
 				 "preferred");
+		/* libvirt's layout: the backend's node's own thread context */
+		if (cfg->thread_contexts && policy[0] &&
+		    !(how & QEMU_HOTPLUG)) {
+			snprintf(tcs[i], sizeof(tcs[0]),
+				 "thread-context,id=tc%u,node-affinity=%d", i,
+				 node);
+			argv[argc++] = "-object";
+			argv[argc++] = tcs[i];
+			snprintf(policy + strlen(policy),
+				 sizeof(policy) - strlen(policy),
+				 ",prealloc-context=tc%u", i);
+		}
 		if (kind == KIND_2M)
 			snprintf(obj, sizeof(objects[0]),
 				 "memory-backend-file,id=m%u,size=%s,"
@@ -352,8 +371,9 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 		argv[argc++] = obj;
 	}
 	if (how & QEMU_LOCK) {
+		snprintf(lock, sizeof(lock), "mem-lock=%s", cfg->mem_lock);
 		argv[argc++] = "-overcommit";
-		argv[argc++] = "mem-lock=on";
+		argv[argc++] = lock;
 	}
 	if (how & QEMU_SMALL_TB) {
 		argv[argc++] = "-accel";
@@ -458,12 +478,13 @@ static void emit_qemu(const struct config *cfg, const struct method *m,
 	printf("{\"bench\": \"prepop\", \"method\": \"%s\", \"threads\": %u, "
 	       "\"kind\": \"%s\", \"size\": %llu, \"policy\": \"%s\", "
 	       "\"regions\": %u, \"present\": false, \"rep\": %d, "
-	       "\"seconds\": %.9f, \"startup\": %.9f, \"mem_lock\": %s, "
+	       "\"seconds\": %.9f, \"startup\": %.9f, \"mem_lock\": \"%s\", "
+	       "\"thread_contexts\": %s, "
 	       "\"vmlck_kb\": %ld, \"backend\": \"\", \"node_pages\": [",
 	       m->name, m->threads, kind_names[kind],
 	       (unsigned long long)size, cfg->policy_name, cfg->regions, rep,
-	       seen->ready, startup, cfg->mem_lock ? "true" : "false",
-	       seen->vmlck_kb);
+	       seen->ready, startup, cfg->mem_lock ? cfg->mem_lock : "off",
+	       cfg->thread_contexts ? "true" : "false", seen->vmlck_kb);
 	for (n = 0; n <= last; n++)
 		printf("%s%llu", n ? ", " : "",
 		       (unsigned long long)seen->node_pages[n]);
@@ -568,7 +589,7 @@ static bool measure(const struct config *cfg, const struct method *m,
 	if (!strncmp(m->name, "qemu-stock", 10) ||
 	    !strncmp(m->name, "qemu-mpp", 8)) {
 		const char *bin = !strncmp(m->name, "qemu-mpp", 8) ?
-				  cfg->qemu_mpp : "qemu-system-x86_64";
+				  cfg->qemu_mpp : cfg->qemu_stock;
 		bool hot = strstr(m->name, "-hot");
 		struct qemu_seen seen;
 		double startup = 0;
@@ -730,7 +751,8 @@ static void usage(void)
 		"                    [--reps N] [--warmup SIZE] "
 		"[--policy none|bind|interleave|preferred]\n"
 		"                    [--regions R] [--work-ms MS] [--present]\n"
-		"                    [--qemu-mpp PATH] [--mem-lock]\n");
+		"                    [--qemu-mpp PATH] [--qemu-stock PATH]\n"
+		"                    [--mem-lock[=on-fault]] [--thread-contexts]\n");
 }
 
 int main(int argc, char **argv)
@@ -746,12 +768,15 @@ int main(int argc, char **argv)
 		{ "work-ms", required_argument, NULL, 'W' },
 		{ "present", no_argument, NULL, 'P' },
 		{ "qemu-mpp", required_argument, NULL, 'Q' },
-		{ "mem-lock", no_argument, NULL, 'L' },
+		{ "qemu-stock", required_argument, NULL, 'S' },
+		{ "mem-lock", optional_argument, NULL, 'L' },
+		{ "thread-contexts", no_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
 			      .policy_name = "none", .regions = 1,
-			      .work_ms = 1000 };
+			      .work_ms = 1000,
+			      .qemu_stock = "qemu-system-x86_64" };
 	char thp_saved[64] = "", nr_saved[32] = "", *sel, list[512];
 	uint64_t max_size = 0, warm;
 	int c, i, s, k, rep;
@@ -800,8 +825,17 @@ int main(int argc, char **argv)
 		case 'Q':
 			cfg.qemu_mpp = optarg;
 			break;
+		case 'S':
+			cfg.qemu_stock = optarg;
+			break;
 		case 'L':
-			cfg.mem_lock = true;
+			cfg.mem_lock = optarg ? optarg : "on";
+			if (strcmp(cfg.mem_lock, "on") &&
+			    strcmp(cfg.mem_lock, "on-fault"))
+				return usage(), 2;
+			break;
+		case 'T':
+			cfg.thread_contexts = true;
 			break;
 		default:
 			return usage(), 2;

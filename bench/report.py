@@ -21,10 +21,14 @@ for line in sys.stdin:
         continue
     r = json.loads(line[start:])
     # A call over pages already there is its own policy: "present"; QEMU
-    # locking all its memory too: "mem-lock"
+    # locking all its memory too: "mem-lock" ("mem-lock=on-fault"; true in
+    # results of before on-fault), and with libvirt's thread contexts
+    lock = r.get("mem_lock")
+    lock = "on" if lock is True else (lock or "off")
     key = (r["kind"], r["size"],
            r["policy"] + (", present" if r.get("present") else "") +
-           (", mem-lock" if r.get("mem_lock") else ""),
+           {"off": "", "on": ", mem-lock"}.get(lock, ", mem-lock=" + lock) +
+           (", thread contexts" if r.get("thread_contexts") else ""),
            r["method"], r["threads"], r.get("regions", 1))
     runs.setdefault(key, []).append(r)
 
@@ -259,8 +263,8 @@ for s in summary:
 for (kind, size, pol, regions), rows in sorted(groups.items()):
     if not any(r["method"].endswith(vmm) for r in rows):
         continue
-    tag = "%s-%dM-%s-%dr" % (kind, size >> 20, pol.replace(", ", "-"),
-                             regions)
+    tag = "%s-%dM-%s-%dr" % (kind, size >> 20,
+                             pol.replace(", ", "-").replace(" ", "-"), regions)
     data = os.path.join(out_dir, "%s-%s.dat" % (name, tag))
     with open(data, "w") as f:
         for r in sorted(rows, key=lambda r: r["median_s"]):
