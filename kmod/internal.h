@@ -4,7 +4,6 @@
  * calling only those below it:
  *
  *   main.c      the device, its files and ioctls
- *   uapi.c      every copy from and to user space of the ioctls
  *   populate.c  the job: a request's life, its start, the caller's share,
  *               its end
  *   workers.c   the crew: how many workers on which node, found, started,
@@ -22,6 +21,10 @@
  *               serve each, claiming and handing back chunks
  *   policy.c    placement: the nodes a policy puts a page on; workers fault
  *               with the caller's task policy
+ *   uapi.c      every copy from and to user space of the ioctls, for
+ *               main.c (a call's input and outputs), outcome.c (progress
+ *               while it runs) and populate.c (a request frees the ranges
+ *               the edge read); it calls nothing of the module
  *
  * and beside them identity.c (a worker becomes the caller), stats.c, and
  * ../common/crew.h, the arithmetic of how many threads on which node, which
@@ -106,6 +109,8 @@ struct mpp_identity_saved {
  * @flags: %MEMPREPOP_F_* of the call
  * @max_workers: most workers to use, 0 for the module's choice
  * @nr_ranges: its ranges: the one range of @addr and @len is one
+ * @ranges: the ranges, @nr_ranges of them, allocated and freed by the edge
+ *	(mpp_uapi_call_release()); the request for the call takes them over
  * @nr_stat_nodes: nodes to count pages on, 0 for no statistics
  * @eventfd: with %MEMPREPOP_F_EVENTFD, the eventfd descriptor
  * @control: where the caller follows the progress, or NULL
@@ -119,6 +124,7 @@ struct mpp_call {
 	u64 flags;
 	unsigned int max_workers;
 	unsigned int nr_ranges;
+	struct mpp_range *ranges;
 	unsigned int nr_stat_nodes;
 	int eventfd;
 	struct memprepop_control __user *control;
@@ -342,11 +348,9 @@ struct mpp_outcome {
  *	thread takes a user reference for as long as it faults, so that the
  *	process exiting ends the request rather than keeping its memory
  * @id: the caller's identity, which its workers take on
- * @call: the call, as the edge read it
+ * @call: the call, as the edge read it, with its ranges
  * @t0: when the call started, ktime_get_ns()
  * @nsecs: once it is over, how long it took
- * @ranges: the ranges, @nr_ranges of them
- * @nr_ranges: entries in @ranges
  * @place: where the caller's faults would put pages (policy.c)
  * @plan: what is to be faulted, in chunks (plan.c)
  * @crew: who faults it (workers.c)
@@ -362,8 +366,6 @@ struct mpp_request {
 	struct mpp_call call;
 	u64 t0;
 	u64 nsecs;
-	struct mpp_range *ranges;
-	unsigned int nr_ranges;
 	struct mpp_placement place;
 	struct mpp_plan plan;
 	struct mpp_crew crew;
@@ -374,9 +376,8 @@ struct mpp_request {
 
 /* uapi.c: every copy from and to user space of the ioctls */
 int mpp_uapi_info_put(void __user *uarg, size_t usize);
-struct mpp_request *mpp_uapi_call_get(struct mpp_call *call,
-				      void __user *uarg, size_t usize,
-				      int *ret);
+int mpp_uapi_call_get(struct mpp_call *call, void __user *uarg, size_t usize);
+void mpp_uapi_call_release(struct mpp_call *call);
 int mpp_uapi_populate_put(const struct mpp_call *call,
 			  const struct mpp_request *req, int ret);
 int mpp_uapi_wait_get(void __user *uarg, size_t usize,
@@ -387,10 +388,12 @@ int mpp_uapi_control_sync(struct memprepop_control __user *control, u64 done,
 			  u32 *cancel);
 
 /* populate.c */
-struct mpp_request *mpp_request_alloc(const struct mpp_call *call);
 void mpp_request_release(struct kref *ref);
-int mpp_populate_start(struct mpp_request *req,
-		       struct wait_queue_head *poll_wq, struct mpp_pool **keep);
+struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pool **keep,
+				 int *ret);
+struct mpp_request *mpp_populate_start(struct mpp_call *call,
+				       struct wait_queue_head *poll_wq,
+				       struct mpp_pool **keep);
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
 bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);

@@ -93,23 +93,20 @@ static int mpp_call_end(const struct mpp_call *call,
 static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 				     size_t usize)
 {
-	struct mpp_request *req;
+	struct mpp_request *req = NULL;
 	struct mpp_call call;
 	int ret;
 
-	req = mpp_uapi_call_get(&call, uarg, usize, &ret);
-	if (!req)
-		return mpp_call_end(&call, NULL, ret);
+	ret = mpp_uapi_call_get(&call, uarg, usize);
+	if (ret || !call.nr_ranges)
+		goto out_end;
 
 	if (!(call.flags & MEMPREPOP_F_BACKGROUND)) {
-		ret = mpp_populate_start(req, NULL, &f->pool);
-		if (ret)
-			goto out_end;
-		ret = mpp_populate_finish(req, false);
+		req = mpp_populate(&call, &f->pool, &ret);
 		/* Nothing written: the call starts again once thawed */
-		if (ret != -ERESTARTNOINTR)
-			ret = mpp_call_end(&call, req, ret);
-		goto out_put;
+		if (ret == -ERESTARTNOINTR)
+			goto out_release;
+		goto out_end;
 	}
 
 	if (mutex_lock_killable(&f->lock)) {
@@ -121,26 +118,32 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	ret = mpp_populate_start(req, &f->poll_wq, &f->pool);
-	if (ret)
+	req = mpp_populate_start(&call, &f->poll_wq, &f->pool);
+	if (IS_ERR(req)) {
+		ret = PTR_ERR(req);
+		req = NULL;
 		goto out_unlock;
+	}
 	/* The file's reference, until reaped */
-	kref_get(&req->ref);
 	mpp_file_set_bg(f, req);
 	/*
 	 * Its workers may be done already, and poll() woken while the file
-	 * had no request to report: wake it again, now that it has one.
+	 * had no request to report: wake it again, now that it has one (poll
+	 * looks for itself whether the request is ready).
 	 */
-	if (mpp_populate_ready(req))
-		wake_up_poll(&f->poll_wq, EPOLLIN | EPOLLRDNORM);
+	wake_up_poll(&f->poll_wq, EPOLLIN | EPOLLRDNORM);
+	mutex_unlock(&f->lock);
+	goto out_release;
+
 out_unlock:
 	mutex_unlock(&f->lock);
 out_end:
-	/* A call that failed before it had an outcome: outputs of nothing */
-	if (ret)
-		ret = mpp_call_end(&call, NULL, ret);
-out_put:
-	mpp_request_put(req);
+	/* Without a request, the outputs of nothing */
+	ret = mpp_call_end(&call, req, ret);
+	if (req)
+		mpp_request_put(req);
+out_release:
+	mpp_uapi_call_release(&call);
 	return ret;
 }
 

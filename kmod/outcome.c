@@ -217,8 +217,8 @@ int mpp_outcome_finish(struct mpp_request *req)
 	int first_err = 0;
 
 	out->populated = 0;
-	for (i = 0; i < req->nr_ranges; i++) {
-		struct mpp_range *range = &req->ranges[i];
+	for (i = 0; i < req->call.nr_ranges; i++) {
+		struct mpp_range *range = &req->call.ranges[i];
 		unsigned long end = mpp_outcome_end(req, range);
 
 		range->populated = end - range->start;

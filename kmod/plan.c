@@ -258,8 +258,8 @@ int mpp_plan_make(struct mpp_request *req)
 	INIT_LIST_HEAD(&req->plan.handoffs);
 	if (mmap_read_lock_killable(req->mm))
 		return -EINTR;
-	for (i = 0; i < req->nr_ranges && !ret; i++) {
-		struct mpp_range *range = &req->ranges[i];
+	for (i = 0; i < req->call.nr_ranges && !ret; i++) {
+		struct mpp_range *range = &req->call.ranges[i];
 
 		if (!range->bad)
 			ret = mpp_plan_range(req, range, &pl);

@@ -26,30 +26,24 @@
 #include "internal.h"
 #include "trace.h"
 
-/**
- * mpp_request_alloc() - a request for @call, in the caller's context
- * @call: the call, as the edge read it; it has ranges
- *
- * The request holds the caller's mm with mmgrab() and its identity; its
- * ranges are for the edge to fill in (mpp_uapi_ranges_get()).
- *
- * Return: the request, with one reference for the caller, or NULL.
+/*
+ * A request for @call, in the caller's context, which takes over @call's
+ * ranges. It holds the caller's mm with mmgrab() and its identity. Returns
+ * the request, with one reference for the caller, or an ERR_PTR(): -EINVAL
+ * for a caller without an mm (a kernel thread has nothing to populate),
+ * -ENOMEM.
  */
-struct mpp_request *mpp_request_alloc(const struct mpp_call *call)
+static struct mpp_request *mpp_request_alloc(struct mpp_call *call)
 {
 	struct mpp_request *req;
 
+	if (!current->mm)
+		return ERR_PTR(-EINVAL);
 	req = kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
 	if (!req)
-		return NULL;
-	req->ranges = kvcalloc(call->nr_ranges, sizeof(*req->ranges),
-			       GFP_KERNEL_ACCOUNT);
-	if (!req->ranges) {
-		kfree(req);
-		return NULL;
-	}
-	req->nr_ranges = call->nr_ranges;
+		return ERR_PTR(-ENOMEM);
 	req->call = *call;
+	call->ranges = NULL;
 	req->t0 = ktime_get_ns();
 	kref_init(&req->ref);
 	mmgrab(current->mm);
@@ -67,55 +61,66 @@ void mpp_request_release(struct kref *ref)
 	mpp_outcome_destroy(&req->out);
 	mpp_plan_destroy(&req->plan);
 	mpp_identity_destroy(&req->id);
-	kvfree(req->ranges);
+	mpp_uapi_call_release(&req->call);
 	mmdrop(req->mm);
 	kfree(req);
 }
 
 /**
- * mpp_populate_start() - plan a request and start its workers
- * @req: the request, its ranges read, in the caller's context
+ * mpp_populate_start() - a request for a call, planned, its workers started
+ * @call: the call, as the edge read it, with ranges; the request takes them
+ *	over
  * @poll_wq: the file's poll wait queue, for a background call
  * @keep: the file's pool, in which the caller's threads may stay
  *
  * Everything that can fail the whole call fails it here, before anything is
  * populated.
  *
- * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE.
+ * Return: the request, with one reference for the caller, or an ERR_PTR()
+ * of the negative errno documented for %MEMPREPOP_IOC_POPULATE.
  */
-int mpp_populate_start(struct mpp_request *req,
-		       struct wait_queue_head *poll_wq, struct mpp_pool **keep)
+struct mpp_request *mpp_populate_start(struct mpp_call *call,
+				       struct wait_queue_head *poll_wq,
+				       struct mpp_pool **keep)
 {
-	bool background = req->call.flags & MEMPREPOP_F_BACKGROUND;
+	bool background = call->flags & MEMPREPOP_F_BACKGROUND;
+	struct mpp_request *req;
 	unsigned int nr_workers;
 	int ret;
 
+	req = mpp_request_alloc(call);
+	if (IS_ERR(req))
+		return req;
 	ret = mpp_crew_init(&req->crew, &req->call, poll_wq);
 	if (ret)
-		return ret;
+		goto out_put;
 	req->next_sync = jiffies + msecs_to_jiffies(MPP_SYNC_MS);
 	mpp_policy_init(&req->place);
 	ret = mpp_plan_make(req);
 	if (ret)
-		return ret;
+		goto out_put;
 	nr_workers = mpp_crew_size(req);
 	/* Where each thread got, the caller's included */
 	ret = mpp_outcome_init(&req->out, req->plan.nr_chunks, nr_workers + 1,
 			       req->call.nr_stat_nodes);
 	if (ret)
-		return ret;
+		goto out_put;
 	ret = mpp_crew_start(req, keep);
 	if (ret)
-		return ret;
-	trace_memprepop_populate_start(req->ranges[0].start,
-				       req->ranges[0].end -
-				       req->ranges[0].start,
+		goto out_put;
+	trace_memprepop_populate_start(req->call.ranges[0].start,
+				       req->call.ranges[0].end -
+				       req->call.ranges[0].start,
 				       req->call.flags, req->crew.nr_workers,
 				       req->plan.nr_segs);
 	/* Started with nothing for the workers: reap it at once */
 	if (background && mpp_populate_ready(req))
 		mpp_notify(req);
-	return 0;
+	return req;
+
+out_put:
+	mpp_request_put(req);
+	return ERR_PTR(ret);
 }
 
 /*
@@ -232,7 +237,39 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
 	if (fatal_signal_pending(current))
 		ret = -EINTR;
 	req->nsecs = ktime_get_ns() - req->t0;
-	trace_memprepop_populate_end(req->ranges[0].start, req->out.populated,
+	trace_memprepop_populate_end(req->call.ranges[0].start,
+				     req->out.populated,
 				     req->nsecs, ret);
 	return ret;
+}
+
+/**
+ * mpp_populate() - a synchronous call, from start to end
+ * @call: the call, as the edge read it, with ranges; its request takes them
+ *	over
+ * @keep: the file's pool, in which the caller's threads may stay
+ * @ret: set to the call's result (mpp_populate_finish()), or to the errno
+ *	of a call that failed before it had an outcome
+ *
+ * Return: the request, with one reference for the caller, whose outcome
+ * the edge writes; NULL when the call failed before it had one, or when it
+ * is to start again once the caller is thawed (*@ret -ERESTARTNOINTR:
+ * nothing is written).
+ */
+struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pool **keep,
+				 int *ret)
+{
+	struct mpp_request *req;
+
+	req = mpp_populate_start(call, NULL, keep);
+	if (IS_ERR(req)) {
+		*ret = PTR_ERR(req);
+		return NULL;
+	}
+	*ret = mpp_populate_finish(req, false);
+	if (*ret == -ERESTARTNOINTR) {
+		mpp_request_put(req);
+		return NULL;
+	}
+	return req;
 }

@@ -13,6 +13,7 @@
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/stddef.h>
 #include <linux/uaccess.h>
 
@@ -115,7 +116,7 @@ static int mpp_uapi_populate_get(void __user *uarg, size_t usize,
 	u32 reserved;
 	int ret;
 
-	call->uargs = NULL;
+	memset(call, 0, sizeof(*call));
 	if (usize < MEMPREPOP_POPULATE_SIZE_VER0)
 		return -EINVAL;
 	ret = copy_struct_from_user(args, sizeof(*args), uarg, usize);
@@ -210,46 +211,45 @@ static int mpp_uapi_ranges_get(const struct mpp_call *call,
 }
 
 /**
- * mpp_uapi_call_get() - a %MEMPREPOP_IOC_POPULATE call read, as a request
+ * mpp_uapi_call_get() - read a %MEMPREPOP_IOC_POPULATE call, ranges included
  * @call: filled with the call as the core takes it
  * @uarg: the caller's struct memprepop_populate
  * @usize: its size, from the ioctl number
- * @ret: set to 0 or the call's errno
  *
- * Reads the structure (mpp_uapi_populate_get()), then, once the request for
- * it is allocated, its ranges into the request (mpp_uapi_ranges_get()): the
- * one place a call's input is read.
+ * Reads the structure (mpp_uapi_populate_get()), then its ranges into an
+ * array of @call's (mpp_uapi_ranges_get()): the one place a call's input is
+ * read. The array is @call's until a request takes it over; either way
+ * mpp_uapi_call_release() frees it.
  *
- * Return: the request, or NULL with *@ret set: 0 when there is nothing to
- * do, else -EINVAL (also for a caller without an mm), -E2BIG, -EFAULT,
- * -EINTR or -ENOMEM.
+ * Return: 0, with @call's @nr_ranges 0 when there is nothing to do, or
+ * -EINVAL, -E2BIG, -EFAULT, -EINTR or -ENOMEM.
  */
-struct mpp_request *mpp_uapi_call_get(struct mpp_call *call,
-				      void __user *uarg, size_t usize,
-				      int *ret)
+int mpp_uapi_call_get(struct mpp_call *call, void __user *uarg, size_t usize)
 {
 	struct memprepop_populate args;
-	struct mpp_request *req;
+	int ret;
 
-	*ret = mpp_uapi_populate_get(uarg, usize, &args, call);
-	if (*ret || !call->nr_ranges)
-		return NULL;
-	/* A thread without an mm (a kernel thread) has nothing to populate */
-	if (!current->mm) {
-		*ret = -EINVAL;
-		return NULL;
-	}
-	req = mpp_request_alloc(call);
-	if (!req) {
-		*ret = -ENOMEM;
-		return NULL;
-	}
-	*ret = mpp_uapi_ranges_get(call, &args, req->ranges);
-	if (*ret) {
-		mpp_request_put(req);
-		return NULL;
-	}
-	return req;
+	ret = mpp_uapi_populate_get(uarg, usize, &args, call);
+	if (ret || !call->nr_ranges)
+		return ret;
+	call->ranges = kvcalloc(call->nr_ranges, sizeof(*call->ranges),
+				GFP_KERNEL_ACCOUNT);
+	if (!call->ranges)
+		return -ENOMEM;
+	ret = mpp_uapi_ranges_get(call, &args, call->ranges);
+	if (ret)
+		mpp_uapi_call_release(call);
+	return ret;
+}
+
+/**
+ * mpp_uapi_call_release() - free what mpp_uapi_call_get() allocated
+ * @call: the call, read or not; its outputs can still be written after
+ */
+void mpp_uapi_call_release(struct mpp_call *call)
+{
+	kvfree(call->ranges);
+	call->ranges = NULL;
 }
 
 /* Each range's outcome into the caller's array: 0 or -EFAULT */
@@ -258,12 +258,13 @@ static int mpp_uapi_ranges_put(const struct mpp_call *call,
 {
 	unsigned int i;
 
-	for (i = 0; call->uranges && i < req->nr_ranges; i++) {
+	for (i = 0; call->uranges && i < req->call.nr_ranges; i++) {
+		const struct mpp_range *range = &req->call.ranges[i];
 		struct memprepop_range __user *ur = (void __user *)
 			(call->uranges + (size_t)i * call->range_size);
 
-		if (put_user(req->ranges[i].populated, &ur->populated) ||
-		    put_user(req->ranges[i].error, &ur->error))
+		if (put_user(range->populated, &ur->populated) ||
+		    put_user(range->error, &ur->error))
 			return -EFAULT;
 		if (i % 256 == 255)
 			cond_resched();
