@@ -59,22 +59,35 @@ struct mpp_task {
 static struct workqueue_struct *mpp_vtask_wq;
 
 /*
- * RLIMIT_RTTIME's hard limit, as the kernel applies it to a thread: the
- * CPU time a real-time thread has run without blocking is counted for a
- * vhost_task too, but checked from task work at the return to user mode,
- * which a vhost_task never reaches (its loop only handles signals). So it
- * is checked here, between steps: past the limit, SIGKILL, which ends the
- * process as it would for its pthread. The soft limit's SIGXCPU is not
- * sent (Documentation/security.rst).
+ * RLIMIT_RTTIME, as the kernel applies it to a thread (check_thread_timers()
+ * in kernel/time/posix-cpu-timers.c): the CPU time a real-time thread has
+ * run without blocking is counted for a vhost_task too, but checked from
+ * task work at the return to user mode, which a vhost_task never reaches
+ * (its loop only handles signals). So it is checked here, between steps:
+ * past the hard limit, SIGKILL, which ends the process as it would for its
+ * pthread; past the soft limit, SIGXCPU to the process, and the soft limit
+ * one second further on, as the kernel does.
  */
 static void mpp_vtask_rttime(void)
 {
 	unsigned long hard = task_rlimit_max(current, RLIMIT_RTTIME);
+	unsigned long soft = task_rlimit(current, RLIMIT_RTTIME);
+	unsigned long rttime;
 
-	if (hard == RLIM_INFINITY || !rt_task(current))
+	if (soft == RLIM_INFINITY || !rt_task(current))
 		return;
-	if (current->rt.timeout * (USEC_PER_SEC / HZ) > hard)
+	rttime = current->rt.timeout * (USEC_PER_SEC / HZ);
+	if (hard != RLIM_INFINITY && rttime >= hard) {
 		send_sig(SIGKILL, current, 1);
+		return;
+	}
+	if (rttime < soft)
+		return;
+	kill_pid(task_tgid(current), SIGXCPU, 1);
+	/* Under the lock that do_prlimit() writes limits under */
+	task_lock(current->group_leader);
+	current->signal->rlim[RLIMIT_RTTIME].rlim_cur = soft + USEC_PER_SEC;
+	task_unlock(current->group_leader);
 }
 
 /* Called by vhost's loop, in TASK_INTERRUPTIBLE: false to sleep in it */

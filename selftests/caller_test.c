@@ -245,16 +245,16 @@ static void commit_given_back(long committed)
 }
 
 /*
- * RLIMIT_RTTIME of a SCHED_FIFO caller, 50 ms: madvise of 1 GiB in its own
- * thread runs past it without blocking and the process is killed
- * (SIGKILL, the hard limit); so it is when the ioctl's workers, its own
- * threads, run past it, while the calling thread only waits. Kernel
- * threads are not counted against it (security.rst).
+ * RLIMIT_RTTIME of a SCHED_FIFO caller, 50 ms, @hard its hard limit:
+ * madvise of 1 GiB in its own thread runs past it without blocking, and the
+ * process is killed by @sig (SIGKILL at the hard limit, SIGXCPU, whose
+ * default action ends it, at the soft one); so it must be when the ioctl's
+ * workers, its own threads, run past it, while the calling thread only
+ * waits. Kernel threads are not counted against it (security.rst).
  */
-TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
+static void rttime_case(struct __test_metadata *_metadata, rlim_t hard,
+			int sig)
 {
-	if (!workers_are_threads())
-		SKIP(return, "kernel threads: RLIMIT_RTTIME does not see them (security.rst)");
 	for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
 		long committed = meminfo_field("Committed_AS");
 		int status;
@@ -265,7 +265,8 @@ TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
 		ASSERT_LE(0, pid);
 		if (!pid) {
 			struct sched_param sp = { .sched_priority = 1 };
-			struct rlimit rl = { 50000, 50000 };
+			struct rlimit rl = { 50000, hard };
+			struct rlimit nocore = { 0, 0 };
 			struct memprepop_populate req;
 			size_t len = 1024 * MiB;
 			char *p = map_anon_both(len);
@@ -273,7 +274,8 @@ TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
 
 			if (!p || fd < 0)
 				_exit(10);
-			if (setrlimit(RLIMIT_RTTIME, &rl) ||
+			if (setrlimit(RLIMIT_CORE, &nocore) ||
+			    setrlimit(RLIMIT_RTTIME, &rl) ||
 			    sched_setscheduler(0, SCHED_FIFO, &sp))
 				_exit(11);
 			if (by_ioctl)
@@ -287,9 +289,23 @@ TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
 		       WIFSIGNALED(status) ? "killed by signal" : "exited",
 		       WIFSIGNALED(status) ? WTERMSIG(status) :
 		       WEXITSTATUS(status));
-		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig);
 		commit_given_back(committed);
 	}
+}
+
+TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
+{
+	if (!workers_are_threads())
+		SKIP(return, "kernel threads: RLIMIT_RTTIME does not see them (security.rst)");
+	rttime_case(_metadata, 50000, SIGKILL);
+}
+
+TEST_F_TIMEOUT(caller, rttime_soft_applies_to_workers, SLOW)
+{
+	if (!workers_are_threads())
+		SKIP(return, "kernel threads: RLIMIT_RTTIME does not see them (security.rst)");
+	rttime_case(_metadata, RLIM_INFINITY, SIGXCPU);
 }
 
 /*
