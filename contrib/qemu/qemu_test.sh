@@ -243,20 +243,24 @@ for q in patched stock; do
 	fi
 done
 
+# The allowed CPUs of every memprepop worker, kernel thread or thread of
+# QEMU (vhost_task), one line each, while $tmp/done does not exist
+sample_workers() {
+	: > "$tmp/cpus"
+	while [ ! -e "$tmp/done" ]; do
+		for t in /proc/[0-9]*/task/[0-9]*; do
+			comm=$(cat "$t/comm" 2> /dev/null) || continue
+			case $comm in memprepop/*)
+				awk '/^Cpus_allowed_list:/ { print $2 }' \
+					"$t/status" >> "$tmp/cpus" ;;
+			esac
+		done
+	done
+}
 # 10: a thread context's CPUs are the workers' CPUs
 if [ $has_module = 1 ] && [ "$(nproc)" -ge 2 ]; then
-	: > "$tmp/cpus"
-	(
-		while [ ! -e "$tmp/done" ]; do
-			for p in /proc/[0-9]*; do
-				comm=$(cat "$p/comm" 2> /dev/null) || continue
-				case $comm in memprepop/*)
-					awk '/^Cpus_allowed_list:/ { print $2 }' \
-						"$p/status" >> "$tmp/cpus" ;;
-				esac
-			done
-		done
-	) &
+	rm -f "$tmp/done"
+	sample_workers &
 	sampler=$!
 	if start "$patched" -object thread-context,id=tc,cpu-affinity=0 \
 		$(backends on 2 ,prealloc-context=tc); then
@@ -388,20 +392,6 @@ fi
 # 19-22 (QEMU 10.0 and later)
 qver=$("$patched" --version | sed -n 's/.*version \([0-9]*\)\..*/\1/p' |
 	head -n 1)
-# The allowed CPUs of every memprepop worker, kernel thread or thread of
-# QEMU (vhost_task), one line each, while $tmp/done does not exist
-sample_workers() {
-	: > "$tmp/cpus"
-	while [ ! -e "$tmp/done" ]; do
-		for t in /proc/[0-9]*/task/[0-9]*; do
-			comm=$(cat "$t/comm" 2> /dev/null) || continue
-			case $comm in memprepop/*)
-				awk '/^Cpus_allowed_list:/ { print $2 }' \
-					"$t/status" >> "$tmp/cpus" ;;
-			esac
-		done
-	done
-}
 # 19-20: libvirt's layout, one thread context per host node
 # (node-affinity) as each bound backend's prealloc-context: placed, and for
 # the patched one through one call of the module, each node's workers on
