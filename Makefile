@@ -55,7 +55,7 @@ LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
 		   $(patsubst user/tests/%,$(B)/tests/%,\
 		   $(wildcard user/tests/*_test.sh))
 
-.PHONY: all deps module lib tool selftests examples docs bench bench-vm \
+.PHONY: bench-virtio-mem all deps module lib tool selftests examples docs bench bench-vm \
 	bench-vmm bench-vmm-vm bench-qemu bench-qemu-vm \
 	htmldocs clean vm demo ksft-install install install-user install-module \
 	install-dkms-source uninstall
@@ -202,6 +202,21 @@ bench-qemu: deps
 	+$(MAKE) --no-print-directory -s $(BENCH) lib tool docs
 	q="$(QEMU_MPP)" && s="$(QEMU_STOCK)" && \
 	bench/run $(if $(QUICK),--quick) --qemu "$$q" $${s:+--qemu-stock "$$s"}
+
+# make bench-virtio-mem [QUICK=1]: QEMU 10.0 with the series against stock
+# on this host, a virtio-mem plug of 512 MiB with prealloc=on, the test VM's
+# kernel as guest: results/host-qemu-10.0-virtio-mem.{md,json}
+VMEM_RESULT	= results/host-qemu-10.0-virtio-mem$(if $(QUICK),-quick)
+bench-virtio-mem: deps
+	+$(MAKE) --no-print-directory -s $(VM_INITRD) lib
+	q=$$(scripts/qemu-build $(B) --qemu 10.0)/qemu-system-x86_64 && \
+	s=$$(scripts/qemu-build $(B) --qemu 10.0 --stock)/qemu-system-x86_64 && \
+	LD_LIBRARY_PATH=$(B)/lib contrib/qemu/virtio-mem-plug \
+		--kernel /boot/vmlinuz-$(VM_KVER) --initrd $(VM_INITRD) \
+		--modules /lib/modules/$(VM_KVER)/kernel/drivers/virtio \
+		--size 512 --threads 2 --reps $(if $(QUICK),3,5) --warmup \
+		--json $(VMEM_RESULT).json --md $(VMEM_RESULT).md \
+		stock="$$s" patched="$$q"
 
 bench-qemu-vm: deps
 	+$(MAKE) --no-print-directory -s $(BENCH) $(VM_INITRD) lib tool docs
