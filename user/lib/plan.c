@@ -296,13 +296,13 @@ static int mpl_set_index(struct mpl_plan *plan, const struct bitmask *nodes,
 
 /* Threads per node from the nodes each chunk's pages go to */
 static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
-			 const struct memprepop_range *work,
+			 const struct memprepop_range *work, uint64_t bytes,
 			 unsigned int max_threads, bool borrow,
 			 bool need_thread)
 {
 	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
 	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
-	uint64_t *set_bytes = NULL, bytes = 0;
+	uint64_t *set_bytes = NULL;
 	struct bitmask *nodes = numa_allocate_nodemask();
 	struct bitmask *served = numa_allocate_nodemask();
 	unsigned int cap = 0, s, t = 0, k, total, nr_help;
@@ -329,11 +329,9 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 	set_bytes = calloc(plan->nsets + 1, sizeof(*set_bytes));
 	if (!set_bytes)
 		goto out;
-	for (i = 0; i < plan->nchunks; i++) {
-		bytes += plan->chunks[i].end - plan->chunks[i].start;
+	for (i = 0; i < plan->nchunks; i++)
 		set_bytes[plan->chunks[i].set] += plan->chunks[i].end -
 						  plan->chunks[i].start;
-	}
 	for (s = 0; s < plan->nsets; s++) {
 		int weight;
 
@@ -430,7 +428,8 @@ int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		plan->task_mode = MPOL_DEFAULT;
 		numa_bitmask_clearall(plan->task_nodes);
 	}
-	ret = mpl_plan_numa(plan, &nm, work, max_threads, borrow, need_thread);
+	ret = mpl_plan_numa(plan, &nm, work, total, max_threads, borrow,
+			    need_thread);
 out:
 	mpl_numa_free(&nm);
 	return ret;
