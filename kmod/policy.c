@@ -37,7 +37,15 @@ void mpp_policy_init(struct mpp_placement *place)
 		*pol = *current->mempolicy;
 	} else {
 		pol->mode = MPOL_PREFERRED;
-		pol->flags = 0;
+		/*
+		 * The kernel's default policy (preferred_node_policy[]) moves
+		 * a page towards the CPU whose NUMA hinting fault finds it
+		 * elsewhere, noting the faulting task in it: a worker's
+		 * hinting faults do so as the caller's own would. An
+		 * MPOL_LOCAL caller's policy has no such flags.
+		 */
+		pol->flags = current->mempolicy ? current->mempolicy->flags :
+			     MPOL_F_MOF | MPOL_F_MORON;
 		pol->home_node = NUMA_NO_NODE;
 		nodes_clear(pol->nodes);
 		node_set(numa_mem_id(), pol->nodes);
