@@ -981,4 +981,186 @@ TEST_F_TIMEOUT(caller, threads_bounded_per_process, SLOW)
 	close(fd);
 }
 
+/* --- identity: NUMA balancing's task groups ------------------------------ */
+
+/*
+ * NUMA balancing driven fast, as the tests of the library drive it: the
+ * scanner makes a range's PTEs PROT_NONE every few milliseconds, so that
+ * the threads touching it take hinting faults.
+ */
+static const char *const balancing_knobs[][2] = {
+	{ "/proc/sys/kernel/numa_balancing", "1" },
+	{ "/sys/kernel/debug/sched/numa_balancing/scan_delay_ms", "0" },
+	{ "/sys/kernel/debug/sched/numa_balancing/scan_period_min_ms", "10" },
+	{ "/sys/kernel/debug/sched/numa_balancing/scan_size_mb", "1024" },
+};
+
+#define NR_KNOBS	(sizeof(balancing_knobs) / sizeof(balancing_knobs[0]))
+
+/*
+ * A task's NUMA balancing group, as /proc/TID/sched shows it: the group's
+ * id, 0 for none, -1 when the file does not say (no CONFIG_SCHED_DEBUG).
+ */
+static int numa_group_of(pid_t tid)
+{
+	char path[64], buf[16384], *s;
+
+	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	s = strstr(buf, "numa_group_id=");
+	return s ? atoi(s + strlen("numa_group_id=")) : -1;
+}
+
+struct shared_range {
+	char *p;
+	size_t len;
+	int fd;			/* the device, or -1 for madvise */
+	int stop;
+	pid_t tid;
+};
+
+/* A thread of the process writing every page of the range, over and over */
+static void *keep_writing(void *arg)
+{
+	struct shared_range *r = arg;
+
+	__atomic_store_n(&r->tid, syscall(SYS_gettid), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED))
+		for (size_t off = 0; off < r->len; off += page_size())
+			((volatile char *)r->p)[off]++;
+	return NULL;
+}
+
+/* A thread of the process populating the range, over and over */
+static void *keep_populating(void *arg)
+{
+	struct shared_range *r = arg;
+	struct memprepop_populate req;
+
+	__atomic_store_n(&r->tid, syscall(SYS_gettid), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+		if (r->fd < 0)
+			madvise_populate_write(r->p, r->len);
+		else
+			ioc_populate(r->fd, r->p, r->len, 0, &req);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/* Is a thread that populated, or a worker, in the writer's group now? */
+static bool populators_grouped(struct shared_range *pop, int group)
+{
+	struct worker_stat ws[64];
+	int n;
+
+	if (pop->fd < 0)
+		return numa_group_of(pop->tid) == group;
+	n = scan_workers(ws, 64);
+	for (int i = 0; i < n && i < 64; i++)
+		if (numa_group_of(ws[i].tid) == group)
+			return true;
+	return false;
+}
+
+/*
+ * In a child: one thread writes a range of the default policy (whose
+ * hinting faults note the faulting thread in each page) while another
+ * populates it again and again, by madvise or the ioctl (@fd), for up to
+ * @secs. A thread faulting on a page the other, running, thread noted
+ * last joins its group (task_numa_group()): the writer and the thread that
+ * populates, or one of the workers, end up in one group. Exits 0 when
+ * they did, 3 when the writer formed no group at all, 4 when the thread
+ * that only waited is in it too (grouping then says nothing), 1 otherwise.
+ */
+static void numa_group_child(int fd, double secs)
+{
+	struct shared_range w = { .len = 32 * MiB, .fd = -1 };
+	struct shared_range pop = { .len = w.len, .fd = fd };
+	pthread_t writer, populator;
+	int group = 0, grouped = 0, idle;
+	double t0 = now();
+
+	w.p = pop.p = map_anon(w.len);
+	if (!w.p)
+		_exit(10);
+	memset(w.p, 1, w.len);
+	if (pthread_create(&writer, NULL, keep_writing, &w) ||
+	    pthread_create(&populator, NULL, keep_populating, &pop))
+		_exit(11);
+	while (!grouped && now() - t0 < secs) {
+		usleep(100 * 1000);
+		group = __atomic_load_n(&w.tid, __ATOMIC_ACQUIRE) ?
+			numa_group_of(w.tid) : 0;
+		grouped = group > 0 && populators_grouped(&pop, group);
+	}
+	__atomic_store_n(&pop.stop, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(populator, NULL);
+	pthread_join(writer, NULL);
+	/* The control: this thread has not touched the range since memset() */
+	idle = numa_group_of(syscall(SYS_gettid));
+	dprintf(1, "# %s: %s after %.1f s (the writer's group %d, the idle thread's %d)\n",
+		fd < 0 ? "madvise" : "ioctl",
+		grouped ? "grouped with the writer" : "not grouped",
+		now() - t0, group, idle);
+	if (grouped && idle == group)
+		_exit(4);
+	_exit(grouped ? 0 : group > 0 ? 1 : 3);
+}
+
+/*
+ * NUMA balancing groups the threads of a process that share memory, and
+ * schedules and places the group as one. A worker is a thread of the
+ * caller, so it joins the caller's group by the same faults a thread of
+ * the caller doing madvise joins it by. The madvise case comes first: if
+ * it forms no group in 60 s, this kernel's balancing does not (skip).
+ */
+TEST_F_TIMEOUT(caller, workers_join_callers_numa_group, SLOW)
+{
+	char saved[NR_KNOBS][32];
+	bool changed[NR_KNOBS] = { 0 };
+	int status[2] = { 0 };
+
+	if (access(balancing_knobs[0][0], W_OK))
+		SKIP(return, "no NUMA balancing in this kernel");
+	if (numa_group_of(getpid()) < 0)
+		SKIP(return, "/proc/PID/sched shows no numa_group_id");
+	for (unsigned int i = 0; i < NR_KNOBS; i++)
+		changed[i] = read_file(balancing_knobs[i][0], saved[i],
+				       sizeof(saved[i])) > 0 &&
+			     !write_file(balancing_knobs[i][0],
+					 balancing_knobs[i][1]);
+	for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
+		pid_t pid;
+
+		if (!changed[0])
+			break;
+		ASSERT_TRUE(workers_gone(30));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			int fd = by_ioctl ? open_dev() : -1;
+
+			if (by_ioctl && fd < 0)
+				_exit(12);
+			numa_group_child(fd, 60);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status[by_ioctl], 0));
+		if (!by_ioctl && status[0])
+			break;
+	}
+	for (unsigned int i = NR_KNOBS; i--; )
+		if (changed[i])
+			write_file(balancing_knobs[i][0], saved[i]);
+	if (!changed[0])
+		SKIP(return, "cannot enable NUMA balancing");
+	if (WIFEXITED(status[0]) && WEXITSTATUS(status[0]) == 3)
+		SKIP(return, "NUMA balancing grouped no thread with madvise's in 60 s");
+	ASSERT_TRUE(WIFEXITED(status[0]) && !WEXITSTATUS(status[0]));
+	ASSERT_TRUE(WIFEXITED(status[1]));
+	EXPECT_EQ(0, WEXITSTATUS(status[1]));
+}
+
 TEST_HARNESS_MAIN
