@@ -147,9 +147,15 @@ struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
 	init_completion(&vt->running);
 	snprintf(name, sizeof(name), "memprepop/%d:%u", nid, index);
 	vtsk = vhost_task_create(mpp_vtask_fn, mpp_vtask_killed, vt, name);
-	if (IS_ERR(vtsk)) {
+	/*
+	 * A refused fork (pids.max, RLIMIT_NPROC) is an ERR_PTR() since
+	 * commit cb380909ae3b ("vhost: return task creation error instead of
+	 * NULL"), which 6.12's later stable releases have too, and was NULL
+	 * before it (6.11, the first 6.12 releases).
+	 */
+	if (IS_ERR_OR_NULL(vtsk)) {
 		kfree(vt);
-		return ERR_CAST(vtsk);
+		return vtsk ? ERR_CAST(vtsk) : ERR_PTR(-EAGAIN);
 	}
 	vt->vtsk = vtsk;
 	/* It runs module code until it is stopped */
