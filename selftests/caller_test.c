@@ -1160,6 +1160,13 @@ TEST_F_TIMEOUT(caller, workers_join_callers_numa_group, SLOW)
 		SKIP(return, "NUMA balancing grouped no thread with madvise's in 60 s");
 	ASSERT_TRUE(WIFEXITED(status[0]) && !WEXITSTATUS(status[0]));
 	ASSERT_TRUE(WIFEXITED(status[1]));
+	/*
+	 * Balancing under TCG is slow and uneven: madvise's case took from
+	 * 0.5 to 45 s. A writer left with no group at all in 60 s says
+	 * nothing either way; a group without any worker in it fails.
+	 */
+	if (WEXITSTATUS(status[1]) == 3)
+		SKIP(return, "NUMA balancing grouped no thread in the ioctl's 60 s");
 	EXPECT_EQ(0, WEXITSTATUS(status[1]));
 }
 
