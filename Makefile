@@ -205,18 +205,23 @@ bench-qemu: deps
 
 # make bench-virtio-mem [QUICK=1]: QEMU 10.0 with the series against stock
 # on this host, a virtio-mem plug of 512 MiB with prealloc=on, the test VM's
-# kernel as guest: results/host-qemu-10.0-virtio-mem.{md,json}
-VMEM_RESULT	= results/host-qemu-10.0-virtio-mem$(if $(QUICK),-quick)
+# kernel as guest, with this host's free page reporting as it is and then
+# off: results/host-qemu-10.0-virtio-mem{,-no-reporting}.{md,json}
+VMEM_RESULT	= results/host-qemu-10.0-virtio-mem
 bench-virtio-mem: deps
 	+$(MAKE) --no-print-directory -s $(VM_INITRD) lib
 	q=$$(scripts/qemu-build $(B) --qemu 10.0)/qemu-system-x86_64 && \
 	s=$$(scripts/qemu-build $(B) --qemu 10.0 --stock)/qemu-system-x86_64 && \
-	LD_LIBRARY_PATH=$(B)/lib contrib/qemu/virtio-mem-plug \
-		--kernel /boot/vmlinuz-$(VM_KVER) --initrd $(VM_INITRD) \
-		--modules /lib/modules/$(VM_KVER)/kernel/drivers/virtio \
-		--size 512 --threads 2 --reps $(if $(QUICK),3,5) --warmup \
-		--json $(VMEM_RESULT).json --md $(VMEM_RESULT).md \
-		stock="$$s" patched="$$q"
+	for how in "" --no-page-reporting; do \
+		r=$(VMEM_RESULT)$${how:+-no-reporting}$(if $(QUICK),-quick) && \
+		LD_LIBRARY_PATH=$(B)/lib contrib/qemu/virtio-mem-plug \
+			--kernel /boot/vmlinuz-$(VM_KVER) \
+			--initrd $(VM_INITRD) \
+			--modules /lib/modules/$(VM_KVER)/kernel/drivers/virtio \
+			--size 512 --threads 2 --reps $(if $(QUICK),3,5) \
+			--warmup $$how --json $$r.json --md $$r.md \
+			stock="$$s" patched="$$q" || exit 1; \
+	done
 
 bench-qemu-vm: deps
 	+$(MAKE) --no-print-directory -s $(BENCH) $(VM_INITRD) lib tool docs
