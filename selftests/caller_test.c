@@ -439,6 +439,13 @@ static long memfd_pages_until_full(int fd, size_t len, bool ioctl_,
  * and an unprivileged task may not use the admin reserve nor its mm's user
  * reserve: the workers' faults are the caller's, credentials and mm, so
  * the caller gets no more than its own madvise gets.
+ *
+ * madvise is measured before and after the ioctl: what other processes
+ * commit meanwhile (the debug run's stall watcher forks every 10 s) moves
+ * the room left, and once it moved the ioctl's count by 1294 pages (about
+ * 5 MiB, 18773 against 20067). A round counts when the two madvise counts
+ * agree within 1 MiB; the ioctl must then be within 1 MiB of them, where
+ * the admin reserve alone would give it up to 8 MiB more.
  */
 TEST_F_TIMEOUT(caller, overcommit_reserves_like_madvise, SLOW)
 {
@@ -460,8 +467,8 @@ TEST_F_TIMEOUT(caller, overcommit_reserves_like_madvise, SLOW)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		long by_madvise, by_ioctl, w0;
-		int err_m, err_i;
+		long before, after, by_ioctl, w0;
+		int err_b, err_a, err_i;
 
 		if (setgid(65534) || setuid(65534))
 			_exit(10);
@@ -469,19 +476,30 @@ TEST_F_TIMEOUT(caller, overcommit_reserves_like_madvise, SLOW)
 		/* Wait for the parent to set the limit */
 		while (read_long("/proc/sys/vm/overcommit_memory") != 2)
 			usleep(1000);
-		by_madvise = memfd_pages_until_full(fd, 512 * MiB, false,
-						    &err_m);
+		/* The file keeps its workers: the first call starts them */
 		w0 = workers_started();
-		by_ioctl = memfd_pages_until_full(fd, 512 * MiB, true, &err_i);
-		dprintf(1, "# madvise: %ld pages, errno %d; ioctl: %ld pages, errno %d, %ld workers\n",
-		       by_madvise, -err_m, by_ioctl, -err_i,
-		       workers_started() - w0);
-		if (err_m != -EFAULT || err_i != err_m)
-			_exit(11);
-		if (workers_started() == w0)
-			_exit(12);
-		/* Within 1 MiB, what other allocations meanwhile move */
-		_exit(labs(by_ioctl - by_madvise) <= 256 ? 0 : 13);
+		for (int round = 0; round < 5; round++) {
+			before = memfd_pages_until_full(fd, 512 * MiB, false,
+							&err_b);
+			by_ioctl = memfd_pages_until_full(fd, 512 * MiB, true,
+							  &err_i);
+			after = memfd_pages_until_full(fd, 512 * MiB, false,
+						       &err_a);
+			dprintf(1, "# madvise: %ld pages, errno %d; ioctl: %ld pages, errno %d, %ld workers started; madvise again: %ld pages\n",
+				before, -err_b, by_ioctl, -err_i,
+				workers_started() - w0, after);
+			if (err_b != -EFAULT || err_i != err_b || err_a != err_b)
+				_exit(11);
+			if (workers_started() == w0)
+				_exit(12);
+			/* The room moved meanwhile: again */
+			if (labs(after - before) > 256)
+				continue;
+			_exit(labs(by_ioctl - before) <= 256 &&
+			      labs(by_ioctl - after) <= 256 ? 0 : 13);
+		}
+		/* Never still for one round */
+		_exit(14);
 	}
 	/*
 	 * Room for 96 MiB more than is committed now, once what a process
