@@ -218,7 +218,7 @@ bench-virtio-mem: deps
 			--kernel /boot/vmlinuz-$(VM_KVER) \
 			--initrd $(VM_INITRD) \
 			--modules /lib/modules/$(VM_KVER)/kernel/drivers/virtio \
-			--size 512 --threads 2 --reps $(if $(QUICK),3,5) \
+			--size 512 --threads 2 --reps $(if $(QUICK),3,7) --sample \
 			--warmup $$how --json $$r.json --md $$r.md \
 			stock="$$s" patched="$$q" || exit 1; \
 	done
