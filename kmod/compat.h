@@ -78,4 +78,11 @@ static inline void mpp_eventfd_signal(struct eventfd_ctx *ctx)
 #endif
 }
 
+/* 6.4 marked user worker threads (io_uring's, vhost's) PF_USER_WORKER */
+#ifdef PF_USER_WORKER
+#define MPP_PF_WORKER	PF_USER_WORKER
+#else
+#define MPP_PF_WORKER	0
+#endif
+
 #endif /* _MEMPREPOP_COMPAT_H */

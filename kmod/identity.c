@@ -1,22 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: workers that are the caller. A worker is a kernel thread, and
- * the fault path asks the faulting task, not the mm, about most limits, so
- * every worker takes on the identity of the thread that called:
+ * memprepop: workers that are the caller. The fault path asks the faulting
+ * task, not the mm, about most limits, so every worker, of either kind,
+ * takes on the identity of the thread that called:
  *
  * - its credentials (capable(), fsuid, quotas, the overcommit admin
- *   reserve): override_creds();
- * - its mm as current->mm (the overcommit user reserve of shmem and
- *   hugetlb accounting): kthread_use_mm();
- * - its memory cgroup for page cache, page tables and other kernel memory,
- *   which a kernel thread would leave to the root cgroup or not charge at
- *   all: set_active_memcg();
- * - its cgroups (cpu, cpuset, hugetlb, io, memory), attached as vhost
- *   attaches its workers, once the pids controller has checked the limit
- *   as it would for a fork(), for the time of one call: a worker goes back
- *   to the root cgroups before the call can end, because the cgroup v2
- *   freezer can freeze no kernel thread and, on 6.1, never counts again
- *   when one leaves a freezing cgroup;
+ *   reserve): override_creds(); a user worker thread has its creator's,
+ *   who may be another thread, or the same before it dropped privileges;
  * - its scheduling policy, priority, nice and clamps, reset as a fork()
  *   with SCHED_RESET_ON_FORK would;
  * - its I/O priority (ionice), which a thread it creates inherits and
@@ -24,9 +14,11 @@
  * - its fault-injection filter (make-it-fail);
  * - its protection-key rights, captured when it called.
  *
- * Credentials and cgroups are followed: between chunks each worker takes on
- * those the thread that called has then (mpp_identity_follow()), the rest
- * is as it was at the call.
+ * and what only a kernel thread needs (its mm, memory cgroup, cgroups and
+ * task policy), through its kind (kthread.c). Credentials and cgroups are
+ * followed: between chunks each worker takes on those the thread that
+ * called has then (mpp_identity_follow()), the rest is as it was at the
+ * call.
  *
  * What a module cannot give a kernel thread (RLIMIT_NPROC, RLIMIT_CPU, the
  * caller's rusage and autogroup) is listed in Documentation/security.rst.
@@ -43,6 +35,7 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 
+#include "compat.h"
 #include "internal.h"
 
 #ifdef CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS
@@ -133,53 +126,14 @@ void mpp_identity_destroy(struct mpp_identity *id)
 	put_task_struct(id->task);
 }
 
-/* Already in all of the caller's cgroups (both in the root ones, say)? */
-static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
-{
-	bool same;
-
-	rcu_read_lock();
-	same = task_css_set(a) == task_css_set(b);
-	rcu_read_unlock();
-	return same;
-}
-
-/*
- * Is there room in the caller's pids cgroups for one more task? Attaching a
- * task charges the pids controller without looking at pids.max, so ask the
- * controller as fork() does, through its own can_fork callback (which
- * charges, checks every level, and records a rejection in pids.events), and
- * give the charge back at once: the attach that follows charges for real.
- * Both callbacks read only cset->subsys[pids_cgrp_id] of the css_set they
- * are given, @caller's own, held by RCU.
- */
-static int mpp_pids_check(struct task_struct *caller)
-{
-#ifdef CONFIG_CGROUP_PIDS
-	struct cgroup_subsys_state *css;
-	struct css_set *cset;
-	int ret;
-
-	rcu_read_lock();
-	cset = task_css_set(caller);
-	css = cset->subsys[pids_cgrp_id];
-	ret = css->ss->can_fork(current, cset);
-	if (!ret)
-		css->ss->cancel_fork(current, cset);
-	rcu_read_unlock();
-	return ret;
-#else
-	return 0;
-#endif
-}
-
 /**
- * mpp_identity_adopt() - make a new, not yet running worker the caller's
+ * mpp_identity_adopt() - make a worker not yet at work the caller's
  * @id: the caller's identity
  * @task: the worker
  *
  * In the caller's context: its scheduling attributes and fault-injection
- * filter, and its cgroups, where the pids controller has room.
+ * filter, and what its kind needs (a kernel thread: the caller's cgroups,
+ * where the pids controller has room).
  *
  * Return: 0, -EAGAIN at a pids limit, or another errno of the attach.
  */
@@ -193,13 +147,7 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 #ifdef CONFIG_FAULT_INJECTION
 	task->make_it_fail = id->make_it_fail;
 #endif
-	/* A user worker thread is in its process's cgroups, and moves with it */
-	if (MPP_USER_WORKERS || mpp_same_cgroups(current, task))
-		return 0;
-	ret = mpp_pids_check(current);
-	if (ret)
-		return ret;
-	return cgroup_attach_task_all(current, task);
+	return mpp_kind.adopt ? mpp_kind.adopt(id, task) : 0;
 }
 
 /**
@@ -207,11 +155,10 @@ int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
  * @task: the worker: itself after its last fault of the call, or one the
  *	caller adopted and then could not use
  *
- * Before the call may end: back to the root cgroups, where kernel threads
- * are created, so that no cgroup of the caller holds a kernel thread its
- * freezer would wait for, and without the call's fault-injection filter.
- * Its scheduling attributes stay until its next call sets the next
- * caller's.
+ * Before the call may end: without the call's fault-injection filter, and,
+ * for a kernel thread, back in the root cgroups, so that no cgroup of the
+ * caller holds a kernel thread its freezer would wait for. Its scheduling
+ * attributes stay until its next call sets the next caller's.
  */
 void mpp_identity_disown(struct task_struct *task)
 {
@@ -223,31 +170,31 @@ void mpp_identity_disown(struct task_struct *task)
 	 */
 	task->make_it_fail = 0;
 #endif
-	if (MPP_USER_WORKERS || mpp_same_cgroups(&init_task, task))
-		return;
-	/* Out of memory it stays; mpp_identity_disowned() then says so */
-	cgroup_attach_task_all(&init_task, task);
-}
-
-/**
- * mpp_identity_disowned() - is the calling worker in the root cgroups?
- *
- * Return: true when mpp_identity_disown() left no cgroup of a caller.
- */
-bool mpp_identity_disowned(void)
-{
-	return MPP_USER_WORKERS || mpp_same_cgroups(&init_task, current);
+	if (mpp_kind.disown)
+		mpp_kind.disown(task);
 }
 
 /**
  * mpp_identity_enter() - a worker starts faulting as the caller
  * @id: the caller's identity
  * @mm: the caller's mm, referenced by the request
+ * @place: the caller's placement
  * @saved: what to restore in mpp_identity_leave()
+ *
+ * Return: 0, or -ENOMEM: then nothing was entered, and the worker does no
+ * work for the request.
  */
-void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
-			struct mpp_identity_saved *saved)
+int mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
+		       const struct mpp_placement *place,
+		       struct mpp_identity_saved *saved)
 {
+	int ret;
+
+	if (mpp_kind.enter) {
+		ret = mpp_kind.enter(id, mm, place, saved);
+		if (ret)
+			return ret;
+	}
 	/*
 	 * Set by itself, with its own credentials: the caller's would not be
 	 * allowed to set a root thread's. It stays until its next call sets
@@ -255,38 +202,38 @@ void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 	 * only for memory for its first I/O context, when it has the default.
 	 */
 	set_task_ioprio(current, id->ioprio);
-	saved->followed = NULL;
 	/*
-	 * A user worker thread has the caller's mm and memory cgroup already,
-	 * and the credentials of the thread that created it, maybe for an
-	 * earlier call
+	 * A user worker thread has the credentials of the thread that created
+	 * it, maybe for an earlier call. @id holds the reference to @id->cred
+	 * for as long as the request lasts; override_creds() takes one of its
+	 * own before 6.14 and none since.
 	 */
+	saved->followed = NULL;
 	saved->cred = override_creds(id->cred);
-	if (MPP_USER_WORKERS)
-		return;
-	kthread_use_mm(mm);
-	saved->memcg = set_active_memcg(id->memcg);
+	return 0;
 }
 
 /*
- * Into the cgroups @caller is in now, where the pids controller has room,
- * with its CPUs of those the worker had: a cpuset attach resets them.
+ * The thread whose credentials and cgroups the workers follow: the one that
+ * called, or, once it has exited, another thread of its process that is
+ * not a worker; NULL when none is left. Referenced.
  */
-static int mpp_follow_cgroups(struct task_struct *caller)
+static struct task_struct *mpp_identity_source(struct mpp_identity *id)
 {
-	cpumask_var_t cpus;
-	int ret;
+	struct task_struct *t, *found = NULL;
 
-	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
-		return -ENOMEM;
-	cpumask_copy(cpus, current->cpus_ptr);
-	ret = mpp_pids_check(caller);
-	if (!ret)
-		ret = cgroup_attach_task_all(caller, current);
-	if (!ret && cpumask_and(cpus, cpus, caller->cpus_ptr))
-		set_cpus_allowed_ptr(current, cpus);
-	free_cpumask_var(cpus);
-	return ret;
+	if (!(READ_ONCE(id->task->flags) & PF_EXITING))
+		return get_task_struct(id->task);
+	rcu_read_lock();
+	for_each_thread(id->task, t) {
+		if (!(READ_ONCE(t->flags) &
+		      (PF_EXITING | PF_KTHREAD | MPP_PF_WORKER))) {
+			found = get_task_struct(t);
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
 }
 
 /**
@@ -295,40 +242,39 @@ static int mpp_follow_cgroups(struct task_struct *caller)
  * @mm: the caller's mm
  * @saved: what mpp_identity_enter() saved
  *
- * Between chunks, the credentials and cgroups of the thread that called as
- * they are now, as that thread's own next fault would have them: a VMM
- * that drops privileges, or that an administrator moves to another cgroup,
- * while a background request runs has the rest of it faulted as it is now.
+ * Between chunks, the credentials (and, for a kernel thread, the cgroups)
+ * of the thread that called as they are now, as that thread's own next
+ * fault would have them: a VMM that drops privileges, or that an
+ * administrator moves to another cgroup, while a background request runs
+ * has the rest of it faulted as it is now. When that thread has exited,
+ * another thread of its process that is not a worker is followed.
  *
- * Return: 0, or the errno of joining the caller's new cgroups (-EAGAIN at
- * their pids limit): then the worker stops working for the call, which the
- * caller or the other workers finish.
+ * Return: 0, -ESRCH when no thread of the process is left to follow, or
+ * the errno of joining the caller's new cgroups (-EAGAIN at their pids
+ * limit): then the worker stops working for the call, which the caller or
+ * the other workers finish.
  */
 int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved)
 {
-	const struct cred *cred = get_task_cred(id->task);
-	struct mem_cgroup *memcg;
+	struct task_struct *source = mpp_identity_source(id);
+	const struct cred *cred;
 	int ret = 0;
 
+	if (!source)
+		return -ESRCH;
+	cred = get_task_cred(source);
 	if (cred != current_cred()) {
 		revert_creds(saved->cred);
 		saved->cred = override_creds(cred);
+		/* Held until the next change or mpp_identity_leave() */
+		swap(cred, saved->followed);
 	}
-	put_cred(cred);
-
-	/* A user worker thread moves with its process by itself */
-	if (MPP_USER_WORKERS)
-		return 0;
-	if (!mpp_same_cgroups(id->task, current))
-		ret = mpp_follow_cgroups(id->task);
-	/* Its kernel memory goes where the mm's pages now go */
-	memcg = get_mem_cgroup_from_mm(mm);
-	if (memcg != (saved->followed ?: id->memcg)) {
-		set_active_memcg(memcg);
-		swap(memcg, saved->followed);
-	}
-	mem_cgroup_put(memcg);
+	if (cred)
+		put_cred(cred);
+	if (mpp_kind.follow)
+		ret = mpp_kind.follow(id, mm, saved);
+	put_task_struct(source);
 	return ret;
 }
 
@@ -341,11 +287,10 @@ void mpp_identity_leave(struct mm_struct *mm,
 			struct mpp_identity_saved *saved)
 {
 	revert_creds(saved->cred);
-	if (MPP_USER_WORKERS)
-		return;
-	set_active_memcg(saved->memcg);
-	mem_cgroup_put(saved->followed);
-	kthread_unuse_mm(mm);
+	if (saved->followed)
+		put_cred(saved->followed);
+	if (mpp_kind.leave)
+		mpp_kind.leave(mm, saved);
 }
 
 /**

@@ -95,13 +95,19 @@ struct mpp_identity {
 /**
  * struct mpp_identity_saved - a worker's own identity while it is the caller
  * @cred: its own credentials
- * @memcg: its own active memory cgroup
- * @followed: the caller's memory cgroup it moved to since, or NULL
+ * @followed: the caller's credentials it moved to since, referenced, or
+ *	NULL
+ * @memcg: a kernel thread's own active memory cgroup
+ * @followed_memcg: the caller's memory cgroup a kernel thread moved to
+ *	since, or NULL
+ * @pol: a kernel thread's copy of the caller's task policy, installed
  */
 struct mpp_identity_saved {
 	const struct cred *cred;
+	const struct cred *followed;
 	struct mem_cgroup *memcg;
-	struct mem_cgroup *followed;
+	struct mem_cgroup *followed_memcg;
+	struct mempolicy *pol;
 };
 
 /**
@@ -183,6 +189,8 @@ struct mpp_range {
  * @served_by: nodes whose workers fault it in
  * @caller_only: faulted in by the calling thread itself (userfaultfd-armed
  *	ranges, whose faults wait for a handler: only the caller is killable)
+ * @by_cpu: its pages go to the node of the CPU that faults them: only
+ *	threads on the caller's node's CPUs fault it
  */
 struct mpp_segment {
 	struct mpp_range *range;
@@ -195,6 +203,7 @@ struct mpp_segment {
 	nodemask_t nodes;
 	nodemask_t served_by;
 	bool caller_only;
+	bool by_cpu;
 };
 
 /**
@@ -214,6 +223,8 @@ struct mpp_chunk {
 /**
  * struct mpp_placement - where the caller's own faults would put pages
  * @caller_node: the node the caller ran on when it called
+ * @by_cpu: the caller has no task policy, or a local one: where a range has
+ *	no VMA policy, its fault places pages on its CPU's node
  * @task_pol: the memory policy workers fault with where a range has no VMA
  *	policy: a copy of the caller's task policy, or, when it has none or a
  *	local one, a preferred-node policy for the caller's node, which does
@@ -221,6 +232,7 @@ struct mpp_chunk {
  */
 struct mpp_placement {
 	int caller_node;
+	bool by_cpu;
 	struct mempolicy task_pol;
 };
 
@@ -247,10 +259,10 @@ struct mpp_plan {
  * @req: the request
  * @thread: the thread
  * @saved: its own identity while it is the caller's
+ * @entered: it took on the caller's identity, and gives it back at its end
  * @node: the node whose pages it faults: it runs on that node's CPUs, or,
  *	as a helper, on another node's
- * @pol: its own copy of the request's task policy
- * @own_pol: its thread's own task policy while @pol is installed
+ * @away: it runs on another node's CPUs than @node's
  * @next_seg: first segment that may still have work for it
  * @node_pages: pages it found per node, its row of &mpp_outcome.node_pages;
  *	NULL without statistics
@@ -261,10 +273,10 @@ struct mpp_worker {
 	struct mpp_request *req;
 	struct mpp_thread *thread;
 	struct mpp_identity_saved saved;
+	bool entered;
 	bool working;
 	int node;
-	struct mempolicy *pol;
-	struct mempolicy *own_pol;
+	bool away;
 	unsigned int next_seg;
 	u64 *node_pages;
 };
@@ -437,20 +449,14 @@ struct mpp_work_ops {
 	void (*abandon)(void *arg);
 };
 
-/* What the next step of a thread was: mpp_thread_work() */
-enum mpp_step {
-	MPP_IDLE,
-	MPP_WORKED,
-	MPP_DONE,
-};
-
 /* pool.c */
 unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want);
 void mpp_threads_put(struct mm_struct *mm, unsigned int nr);
 struct mpp_pool *mpp_pool_keep(struct mpp_pool **keep);
 void mpp_pool_release(struct mpp_pool *pool);
 unsigned int mpp_pool_idle(struct mpp_pool *pool);
-struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any);
+struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any,
+				 const struct mpp_placement *place);
 struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
 				     struct mpp_pool *pool, int nid,
 				     unsigned int index);
@@ -459,31 +465,68 @@ struct task_struct *mpp_thread_task(struct mpp_thread *t);
 void mpp_thread_kill(struct mpp_thread *t);
 void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg);
-/* pool.c, for kthread.c and vtask.c */
-enum mpp_step mpp_thread_work(struct mpp_thread *t);
-bool mpp_thread_orphaned(struct mpp_thread *t);
-bool mpp_thread_exit(struct mpp_thread *t);
-void mpp_thread_retire(struct mpp_thread *t);
-void mpp_thread_killed(struct mpp_thread *t);
-void mpp_thread_stop(struct mpp_thread *t);
+int mpp_threads_init(void);
+void mpp_threads_exit(void);
 
-/*
- * kthread.c or vtask.c: the kind of thread a worker is. Both: create (in
- * the caller's context), wake for work, end a wait of its work that only a
- * fatal signal ends, stop; and what its loop needs.
+/**
+ * struct mpp_kind - what kind of thread a worker is: kthread.c or vtask.c,
+ *	one of which Kbuild builds in as mpp_kind
+ * @name: for /sys/class/misc/memprepop/workers
+ * @own_policy: its task policy is its own (a user worker thread's, made
+ *	by the kernel), not the caller's
+ * @cgroup_frozen: the cgroup freezer freezes it with its process
+ * @create: in the caller's context, a thread that runs @fn(@arg) in a loop,
+ *	sleeping while it returns false, and @killed(@arg) if its process
+ *	kills it; returns it, running or ready to, or an ERR_PTR()
+ * @task: its task_struct
+ * @wake: wake it for work; may be called under a spinlock
+ * @stop: stop it, wait until it is gone, free it; in a kworker only
+ * @orphaned: is the process of @mm, for which @task works, gone but for
+ *	its workers?
+ * @kill: NULL, or end the waits of its work that only a fatal signal ends
+ * @work_done: NULL, or in the thread, after its work, forget what @kill did
+ * @serves: NULL, or can this idle thread work for the calling thread with
+ *	@place (a user worker thread places pages by its own task policy)?
+ * @adopt: NULL, or in the caller's context, make a thread not yet at work
+ *	the caller's beyond what identity.c does
+ * @enter: NULL, or in the thread, before its first fault for a request
+ * @follow: NULL, or in the thread between chunks, follow the caller
+ * @leave: NULL, or in the thread, after its last fault for a request
+ * @disown: NULL, or after @leave or a failed @adopt, out of the caller's
+ *	cgroups
+ * @disowned: NULL, or in the thread, did @disown succeed?
+ * @init: NULL, or at module load
+ * @exit: NULL, or at module unload
  */
-struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
-				 unsigned int index);
-struct task_struct *mpp_task_struct(struct mpp_task *task);
-void mpp_task_wake(struct mpp_task *task);
-void mpp_task_kill(struct mpp_task *task);
-void mpp_task_work_done(void);
-void mpp_task_free(struct mpp_task *task);
-void mpp_task_stop(struct mpp_task *task);
-void mpp_task_stop_async(struct mpp_task *task);
-bool mpp_task_caller_freezing(void);
-int mpp_tasks_init(void);
-void mpp_tasks_exit(void);
+struct mpp_kind {
+	const char *name;
+	bool own_policy;
+	bool cgroup_frozen;
+	struct mpp_task *(*create)(bool (*fn)(void *arg),
+				   void (*killed)(void *arg), void *arg,
+				   int nid, unsigned int index);
+	struct task_struct *(*task)(struct mpp_task *task);
+	void (*wake)(struct mpp_task *task);
+	void (*stop)(struct mpp_task *task);
+	bool (*orphaned)(struct mpp_task *task, struct mm_struct *mm);
+	void (*kill)(struct mpp_task *task);
+	void (*work_done)(void);
+	bool (*serves)(struct mpp_task *task,
+		       const struct mpp_placement *place);
+	int (*adopt)(const struct mpp_identity *id, struct task_struct *task);
+	int (*enter)(const struct mpp_identity *id, struct mm_struct *mm,
+		     const struct mpp_placement *place,
+		     struct mpp_identity_saved *saved);
+	int (*follow)(const struct mpp_identity *id, struct mm_struct *mm,
+		      struct mpp_identity_saved *saved);
+	void (*leave)(struct mm_struct *mm, struct mpp_identity_saved *saved);
+	void (*disown)(struct task_struct *task);
+	bool (*disowned)(void);
+	int (*init)(void);
+	void (*exit)(void);
+};
+
+extern const struct mpp_kind mpp_kind;
 
 /* plan.c */
 int mpp_plan_make(struct mpp_request *req);
@@ -491,8 +534,9 @@ void mpp_plan_destroy(struct mpp_plan *plan);
 void mpp_plan_serve(struct mpp_plan *plan, const struct mpp_crew_topo *topo,
 		    const unsigned int *count, unsigned long long *demand);
 void mpp_plan_caller_only(struct mpp_plan *plan);
-bool mpp_plan_claim(struct mpp_request *req, int node, unsigned int *next_seg,
-		    struct mpp_chunk *chunk);
+bool mpp_plan_claim(struct mpp_request *req, int node, bool away,
+		    unsigned int *next_seg, struct mpp_chunk *chunk);
+void mpp_plan_by_cpu(struct mpp_plan *plan, int node, bool served);
 bool mpp_plan_undone(const struct mpp_plan *plan, const struct mpp_range *range,
 		     const unsigned long *done, struct mpp_chunk *chunk);
 int mpp_plan_handoff(struct mpp_plan *plan, const struct mpp_chunk *chunk,
@@ -503,11 +547,9 @@ int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
 
 /* policy.c */
 void mpp_policy_init(struct mpp_placement *place);
-void mpp_policy_nodes_at(const struct mpp_placement *place,
+bool mpp_policy_nodes_at(const struct mpp_placement *place,
 			 struct vm_area_struct *vma, unsigned long addr,
 			 unsigned long *end, nodemask_t *nodes);
-struct mempolicy *mpp_policy_enter(struct mempolicy *pol);
-void mpp_policy_leave(struct mempolicy *own);
 
 /* fault.c */
 int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
@@ -530,14 +572,14 @@ int mpp_outcome_finish(struct mpp_request *req);
 void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
 void mpp_identity_destroy(struct mpp_identity *id);
 int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task);
-void mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
-			struct mpp_identity_saved *saved);
+int mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
+		       const struct mpp_placement *place,
+		       struct mpp_identity_saved *saved);
 void mpp_identity_leave(struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
 int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved);
 void mpp_identity_disown(struct task_struct *task);
-bool mpp_identity_disowned(void);
 bool mpp_identity_may_write(const struct mpp_identity *id,
 			    struct vm_area_struct *vma);
 

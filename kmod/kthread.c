@@ -3,92 +3,88 @@
  * memprepop: workers as kernel threads, on kernels without user worker
  * threads for modules (before 6.11, or without CONFIG_VHOST_TASK).
  *
- * A kernel thread is nobody's: identity.c makes it the caller for the time
- * of a call, and this file makes it behave as the caller's thread would
- * where the kernel treats kernel threads apart: it is freezable for
+ * A kernel thread is nobody's. For the time of a request this file makes it
+ * the caller where the kernel asks the faulting task rather than the mm,
+ * beyond what identity.c does for both kinds:
+ *
+ * - its mm as current->mm (the overcommit user reserve of shmem and
+ *   hugetlb accounting): kthread_use_mm();
+ * - its memory cgroup for page cache, page tables and other kernel memory,
+ *   which a kernel thread would leave to the root cgroup or not charge at
+ *   all: set_active_memcg();
+ * - its cgroups (cpu, cpuset, hugetlb, io, memory), attached as vhost
+ *   attached its kernel-thread workers, once the pids controller has
+ *   checked the limit as it would for a fork(), for the time of one call:
+ *   a worker goes back to the root cgroups before the call can end,
+ *   because the cgroup v2 freezer can freeze no kernel thread and, on 6.1,
+ *   never counts again when one leaves a freezing cgroup;
+ * - the caller's task memory policy: a copy, installed as its own. A
+ *   kernel thread's task policy is reached by nothing but its own faults
+ *   and a cpuset rebind (in place, under task_lock()): /proc shows no
+ *   kernel thread's maps (get_task_mm() is NULL for one), and it never
+ *   exits with the copy installed, so the kernel never puts it. A user
+ *   worker thread (vtask.c) has a policy of its own instead.
+ *
+ * And where the kernel treats kernel threads apart: it is freezable for
  * suspend, never an OOM victim, and a SIGKILL sent by mpp_kill() ends the
  * waits of its work that only a fatal signal ends.
  */
+#include <linux/cgroup.h>
 #include <linux/err.h>
 #include <linux/freezer.h>
 #include <linux/kthread.h>
-#include <linux/module.h>
+#include <linux/memcontrol.h>
+#include <linux/mempolicy.h>
 #include <linux/oom.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 
 #include "internal.h"
 
-/* How often an idle thread looks whether its process is still there */
-#define MPP_IDLE_CHECK	HZ
-
 /**
  * struct mpp_task - a kernel thread
  * @task: the thread, referenced
- * @woken: it was woken once: it runs mpp_kthread_fn() and holds a module
- *	reference until it exits
+ * @fn: what its loop calls, with @arg
+ * @arg: the argument
  */
 struct mpp_task {
 	struct task_struct *task;
-	bool woken;
+	bool (*fn)(void *arg);
+	void *arg;
 };
-
-/*
- * Whatever SIGKILL mpp_kill() sent it for its last work. A kernel thread's
- * SIGKILL has no queue entry, only its bit; anything else pending stays so
- * (recalc_sigpending()). Its own sighand is stable: it never execs.
- */
-void mpp_task_work_done(void)
-{
-	struct sighand_struct *sighand =
-		rcu_dereference_protected(current->sighand, true);
-
-	spin_lock_irq(&sighand->siglock);
-	sigdelset(&current->pending.signal, SIGKILL);
-	recalc_sigpending();
-	spin_unlock_irq(&sighand->siglock);
-}
 
 static int mpp_kthread_fn(void *data)
 {
-	struct mpp_thread *t = data;
+	struct mpp_task *kt = data;
 
 	/* SIGKILL ends its killable waits (mpp_kill()); nothing else does */
 	allow_signal(SIGKILL);
 	/* Frozen for suspend while it sleeps, and between steps */
 	set_freezable();
 	for (;;) {
-		enum mpp_step step;
-
 		set_current_state(TASK_IDLE | TASK_FREEZABLE);
-		step = mpp_thread_work(t);
-		if (step == MPP_WORKED) {
+		if (kthread_should_stop())
+			break;
+		if (kt->fn(kt->arg)) {
+			__set_current_state(TASK_RUNNING);
 			try_to_freeze();
+			cond_resched();
 			continue;
 		}
-		if (step == MPP_DONE || kthread_should_stop())
-			break;
-		if (!schedule_timeout(MPP_IDLE_CHECK) &&
-		    mpp_thread_orphaned(t))
-			break;
+		schedule();
 	}
 	__set_current_state(TASK_RUNNING);
-	mpp_thread_exit(t);
-	module_put_and_kthread_exit(0);
+	return 0;
 }
 
-/**
- * mpp_task_create() - a kernel thread for @t, not yet woken
- * @t: the thread it is to run
- * @nid: the node to create it on
- * @index: its index there, for its name
- *
- * Return: the task, or an ERR_PTR().
- */
-struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
-				 unsigned int index)
+/* A kernel thread is never killed with a process: @killed is not called */
+static struct mpp_task *mpp_kthread_create(bool (*fn)(void *arg),
+					   void (*killed)(void *arg),
+					   void *arg, int nid,
+					   unsigned int index)
 {
 	struct task_struct *task;
 	struct mpp_task *kt;
@@ -96,7 +92,9 @@ struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
 	kt = kzalloc(sizeof(*kt), GFP_KERNEL);
 	if (!kt)
 		return ERR_PTR(-ENOMEM);
-	task = kthread_create_on_node(mpp_kthread_fn, t, nid,
+	kt->fn = fn;
+	kt->arg = arg;
+	task = kthread_create_on_node(mpp_kthread_fn, kt, nid,
 				      "memprepop/%d:%u", nid, index);
 	if (IS_ERR(task)) {
 		kfree(kt);
@@ -114,65 +112,210 @@ struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
 	return kt;
 }
 
-/* The thread's task_struct */
-struct task_struct *mpp_task_struct(struct mpp_task *kt)
+static struct task_struct *mpp_kthread_task(struct mpp_task *kt)
 {
 	return kt->task;
 }
 
-/* Wake it for work; the first time, it takes a module reference */
-void mpp_task_wake(struct mpp_task *kt)
+static void mpp_kthread_wake(struct mpp_task *kt)
 {
-	if (!kt->woken) {
-		kt->woken = true;
-		__module_get(THIS_MODULE);
-	}
 	wake_up_process(kt->task);
 }
 
-/*
- * End its killable waits: SIGKILL, which a kernel thread only sees as
- * fatal_signal_pending(); mpp_task_work_done() forgets it.
- */
-void mpp_task_kill(struct mpp_task *kt)
+/* Stop it, wait until it is gone: one never woken never runs at all */
+static void mpp_kthread_stop(struct mpp_task *kt)
 {
-	send_sig(SIGKILL, kt->task, 1);
-}
-
-/* Drop the task of a thread that exited by itself */
-void mpp_task_free(struct mpp_task *kt)
-{
+	kthread_stop(kt->task);
 	put_task_struct(kt->task);
 	kfree(kt);
 }
 
-/* Stop it and wait until it is gone: one never woken never runs at all */
-void mpp_task_stop(struct mpp_task *kt)
+/* Its process has exited: nothing holds the mm as a user any more */
+static bool mpp_kthread_orphaned(struct mpp_task *kt, struct mm_struct *mm)
 {
-	kthread_stop(kt->task);
-	mpp_task_free(kt);
-}
-
-/* A kernel thread exits by itself: mpp_thread_retire() is not used */
-void mpp_task_stop_async(struct mpp_task *kt)
-{
+	return !atomic_read(&mm->mm_users);
 }
 
 /*
- * Never: kernel threads are not frozen by a cgroup, and finish the call for
- * a caller that waits for them; it is frozen when the call returns, as a
- * thread inside madvise() is.
+ * End its killable waits: SIGKILL, which a kernel thread only sees as
+ * fatal_signal_pending(); mpp_kthread_work_done() forgets it.
  */
-bool mpp_task_caller_freezing(void)
+static void mpp_kthread_kill(struct mpp_task *kt)
 {
-	return false;
+	send_sig(SIGKILL, kt->task, 1);
 }
 
-int mpp_tasks_init(void)
+/*
+ * Whatever SIGKILL mpp_kill() sent it for its last work. A kernel thread's
+ * SIGKILL has no queue entry, only its bit; anything else pending stays so
+ * (recalc_sigpending()). Its own sighand is stable: it never execs.
+ */
+static void mpp_kthread_work_done(void)
 {
+	struct sighand_struct *sighand =
+		rcu_dereference_protected(current->sighand, true);
+
+	spin_lock_irq(&sighand->siglock);
+	sigdelset(&current->pending.signal, SIGKILL);
+	recalc_sigpending();
+	spin_unlock_irq(&sighand->siglock);
+}
+
+/* Already in all of the caller's cgroups (both in the root ones, say)? */
+static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
+{
+	bool same;
+
+	rcu_read_lock();
+	same = task_css_set(a) == task_css_set(b);
+	rcu_read_unlock();
+	return same;
+}
+
+/*
+ * Is there room in @caller's pids cgroups for one more task? Attaching a
+ * task charges the pids controller without looking at pids.max, so ask the
+ * controller as fork() does, through its own can_fork callback (which
+ * charges, checks every level, and records a rejection in pids.events), and
+ * give the charge back at once: the attach that follows charges for real.
+ * Both callbacks read only cset->subsys[pids_cgrp_id] of the css_set they
+ * are given, @caller's own, held by RCU. Kernel threads only: a user worker
+ * thread is forked, and charged, as one.
+ */
+static int mpp_pids_check(struct task_struct *caller)
+{
+#ifdef CONFIG_CGROUP_PIDS
+	struct cgroup_subsys_state *css;
+	struct css_set *cset;
+	int ret;
+
+	rcu_read_lock();
+	cset = task_css_set(caller);
+	css = cset->subsys[pids_cgrp_id];
+	ret = css->ss->can_fork(current, cset);
+	if (!ret)
+		css->ss->cancel_fork(current, cset);
+	rcu_read_unlock();
+	return ret;
+#else
+	return 0;
+#endif
+}
+
+/* Into the caller's cgroups, where the pids controller has room */
+static int mpp_kthread_adopt(const struct mpp_identity *id,
+			     struct task_struct *task)
+{
+	int ret;
+
+	if (mpp_same_cgroups(current, task))
+		return 0;
+	ret = mpp_pids_check(current);
+	if (ret)
+		return ret;
+	return cgroup_attach_task_all(current, task);
+}
+
+/* Back to the root cgroups, where kernel threads are created */
+static void mpp_kthread_disown(struct task_struct *task)
+{
+	if (mpp_same_cgroups(&init_task, task))
+		return;
+	/* Out of memory it stays; mpp_kthread_disowned() then says so */
+	cgroup_attach_task_all(&init_task, task);
+}
+
+static bool mpp_kthread_disowned(void)
+{
+	return mpp_same_cgroups(&init_task, current);
+}
+
+/* The caller's mm, memory cgroup and task policy */
+static int mpp_kthread_enter(const struct mpp_identity *id,
+			     struct mm_struct *mm,
+			     const struct mpp_placement *place,
+			     struct mpp_identity_saved *saved)
+{
+	saved->pol = kmemdup(&place->task_pol, sizeof(*saved->pol),
+			     GFP_KERNEL_ACCOUNT);
+	if (!saved->pol)
+		return -ENOMEM;
+	kthread_use_mm(mm);
+	saved->memcg = set_active_memcg(id->memcg);
+	saved->followed_memcg = NULL;
+	task_lock(current);
+	current->mempolicy = saved->pol;
+	task_unlock(current);
 	return 0;
 }
 
-void mpp_tasks_exit(void)
+/*
+ * Into the cgroups @caller is in now, where the pids controller has room,
+ * with its CPUs of those the worker had: a cpuset attach resets them.
+ */
+static int mpp_follow_cgroups(struct task_struct *caller)
 {
+	cpumask_var_t cpus;
+	int ret;
+
+	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
+		return -ENOMEM;
+	cpumask_copy(cpus, current->cpus_ptr);
+	ret = mpp_pids_check(caller);
+	if (!ret)
+		ret = cgroup_attach_task_all(caller, current);
+	if (!ret && cpumask_and(cpus, cpus, caller->cpus_ptr))
+		set_cpus_allowed_ptr(current, cpus);
+	free_cpumask_var(cpus);
+	return ret;
 }
+
+/* The cgroups the caller is in now, and the memory cgroup of its pages */
+static int mpp_kthread_follow(const struct mpp_identity *id,
+			      struct mm_struct *mm,
+			      struct mpp_identity_saved *saved)
+{
+	struct mem_cgroup *memcg;
+	int ret = 0;
+
+	if (!mpp_same_cgroups(id->task, current))
+		ret = mpp_follow_cgroups(id->task);
+	/* Its kernel memory goes where the mm's pages now go */
+	memcg = get_mem_cgroup_from_mm(mm);
+	if (memcg != (saved->followed_memcg ?: id->memcg)) {
+		set_active_memcg(memcg);
+		swap(memcg, saved->followed_memcg);
+	}
+	mem_cgroup_put(memcg);
+	return ret;
+}
+
+/* Its own again: no mm, no memory cgroup, no task policy */
+static void mpp_kthread_leave(struct mm_struct *mm,
+			      struct mpp_identity_saved *saved)
+{
+	task_lock(current);
+	current->mempolicy = NULL;
+	task_unlock(current);
+	kfree(saved->pol);
+	set_active_memcg(saved->memcg);
+	mem_cgroup_put(saved->followed_memcg);
+	kthread_unuse_mm(mm);
+}
+
+const struct mpp_kind mpp_kind = {
+	.name		= "kthread",
+	.create		= mpp_kthread_create,
+	.task		= mpp_kthread_task,
+	.wake		= mpp_kthread_wake,
+	.stop		= mpp_kthread_stop,
+	.orphaned	= mpp_kthread_orphaned,
+	.kill		= mpp_kthread_kill,
+	.work_done	= mpp_kthread_work_done,
+	.adopt		= mpp_kthread_adopt,
+	.enter		= mpp_kthread_enter,
+	.follow		= mpp_kthread_follow,
+	.leave		= mpp_kthread_leave,
+	.disown		= mpp_kthread_disown,
+	.disowned	= mpp_kthread_disowned,
+};

@@ -6,7 +6,6 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
-#include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -27,52 +26,89 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 
 /**
  * struct mpp_file - an open /dev/memprepop
- * @lock: serializes starting and reaping its background request
- * @bg_lock: protects @bg for poll()
+ * @lock: protects @bg and @busy
  * @bg: its background request, until reaped
+ * @busy: a thread is starting or reaping @bg, without @lock: another one
+ *	gets -EBUSY rather than wait for it (it may be a userfaultfd handler
+ *	the first one waits for)
  * @poll_wq: poll() waits here for @bg to want its caller
  * @pool: the threads it keeps for the process that first populated through
  *	it, once its calls are done (pool.c)
  */
 struct mpp_file {
-	struct mutex lock;	/* starting and reaping @bg */
-	spinlock_t bg_lock;	/* @bg */
+	spinlock_t lock;	/* @bg, @busy */
 	struct mpp_request *bg;
+	bool busy;
 	struct wait_queue_head poll_wq;
 	struct mpp_pool *pool;
 };
 
-static void mpp_file_set_bg(struct mpp_file *f, struct mpp_request *req)
-{
-	spin_lock(&f->bg_lock);
-	f->bg = req;
-	spin_unlock(&f->bg_lock);
-}
-
 /*
- * The file lets go of its background request, reaped or given up, under
- * @f->lock: from here on the request's threads do not touch the file.
+ * A background request whose process is gone (exited, or replaced its mm by
+ * exec) while another holds the file: nobody can reap it, so it is taken
+ * from the file, to be cancelled and let go (mpp_file_let_go()), and the
+ * file takes new requests.
  */
-static void mpp_file_drop_bg(struct mpp_file *f)
+static struct mpp_request *mpp_file_take_orphan(struct mpp_file *f)
 {
 	struct mpp_request *req = f->bg;
 
+	lockdep_assert_held(&f->lock);
+	if (!req || f->busy || !mpp_populate_orphaned(req))
+		return NULL;
+	f->bg = NULL;
+	return req;
+}
+
+/*
+ * A request the file let go of, reaped or given up: from here on its
+ * threads do not touch the file; a given-up one is killed first.
+ */
+static void mpp_file_let_go(struct mpp_request *req, bool kill)
+{
+	if (!req)
+		return;
 	mpp_notify_detach(req);
-	mpp_file_set_bg(f, NULL);
+	if (kill)
+		mpp_kill(req);
 	mpp_request_put(req);
 }
 
 /*
- * A background request whose process is gone (exited, or replaced its mm by
- * exec) while another holds the file: nobody can reap it, so it is
- * cancelled and let go, and the file takes new requests. Under @f->lock.
+ * Claim the file's background slot for the calling thread: -EBUSY while
+ * another thread starts or reaps a request on it. With @want_bg, the
+ * request it has (-ENOENT without one), else none (-EBUSY with one).
  */
-static void mpp_file_drop_orphan(struct mpp_file *f)
+static int mpp_file_claim(struct mpp_file *f, bool want_bg)
 {
-	if (!f->bg || !mpp_populate_orphaned(f->bg))
-		return;
-	mpp_kill(f->bg);
-	mpp_file_drop_bg(f);
+	struct mpp_request *orphan;
+	int ret = 0;
+
+	spin_lock(&f->lock);
+	orphan = mpp_file_take_orphan(f);
+	if (f->busy)
+		ret = -EBUSY;
+	else if (want_bg && !f->bg)
+		ret = -ENOENT;
+	else if (!want_bg && f->bg)
+		ret = -EBUSY;
+	else if (want_bg && f->bg->mm != current->mm)
+		ret = -EPERM;
+	else
+		f->busy = true;
+	spin_unlock(&f->lock);
+	mpp_file_let_go(orphan, true);
+	return ret;
+}
+
+/* The claim ends: @req is the file's background request, or none */
+static void mpp_file_release_claim(struct mpp_file *f,
+				   struct mpp_request *req)
+{
+	spin_lock(&f->lock);
+	f->bg = req;
+	f->busy = false;
+	spin_unlock(&f->lock);
 }
 
 /*
@@ -109,34 +145,26 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 		goto out_end;
 	}
 
-	if (mutex_lock_killable(&f->lock)) {
-		ret = -EINTR;
+	ret = mpp_file_claim(f, false);
+	if (ret)
 		goto out_end;
-	}
-	mpp_file_drop_orphan(f);
-	if (f->bg) {
-		ret = -EBUSY;
-		goto out_unlock;
-	}
 	req = mpp_populate_start(&call, &f->poll_wq, &f->pool);
 	if (IS_ERR(req)) {
 		ret = PTR_ERR(req);
 		req = NULL;
-		goto out_unlock;
+		mpp_file_release_claim(f, NULL);
+		goto out_end;
 	}
 	/* The file's reference, until reaped */
-	mpp_file_set_bg(f, req);
+	mpp_file_release_claim(f, req);
 	/*
 	 * Its workers may be done already, and poll() woken while the file
 	 * had no request to report: wake it again, now that it has one (poll
 	 * looks for itself whether the request is ready).
 	 */
 	wake_up_poll(&f->poll_wq, EPOLLIN | EPOLLRDNORM);
-	mutex_unlock(&f->lock);
 	goto out_release;
 
-out_unlock:
-	mutex_unlock(&f->lock);
 out_end:
 	/* Without a request, the outputs of nothing */
 	ret = mpp_call_end(&call, req, ret);
@@ -157,32 +185,27 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 	ret = mpp_uapi_wait_get(uarg, usize, &args);
 	if (ret)
 		return ret;
-	if (mutex_lock_killable(&f->lock))
-		return -EINTR;
-	mpp_file_drop_orphan(f);
+	ret = mpp_file_claim(f, true);
+	if (ret)
+		return ret;
+	/* Without the file's lock: faulting may wait for this process */
 	req = f->bg;
-	if (!req) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
-	if (req->mm != current->mm) {
-		ret = -EPERM;
-		goto out_unlock;
-	}
 	ret = mpp_populate_finish(req, args.flags & MEMPREPOP_WAIT_NOHANG);
-	/* Not done yet, or to be frozen first (then the wait starts again) */
+	/* Not done yet, or to stop first (then the wait starts again) */
 	if (ret == -EAGAIN || ret == -ERESTARTNOINTR)
-		goto out_unlock;
+		goto out_keep;
 	args.result = mpp_call_end(&req->call, req, ret);
+	/* Dying: the release of the file will see to the request */
 	if (args.result == -EINTR && fatal_signal_pending(current)) {
-		/* Dying: the release of the file will see to the request */
 		ret = -EINTR;
-		goto out_unlock;
+		goto out_keep;
 	}
-	mpp_file_drop_bg(f);
-	ret = mpp_uapi_wait_put(uarg, usize, &args);
-out_unlock:
-	mutex_unlock(&f->lock);
+	mpp_file_release_claim(f, NULL);
+	mpp_file_let_go(req, false);
+	return mpp_uapi_wait_put(uarg, usize, &args);
+
+out_keep:
+	mpp_file_release_claim(f, req);
 	return ret;
 }
 
@@ -208,12 +231,12 @@ static __poll_t memprepop_poll(struct file *file, poll_table *wait)
 	__poll_t mask = 0;
 
 	poll_wait(file, &f->poll_wq, wait);
-	spin_lock(&f->bg_lock);
+	spin_lock(&f->lock);
 	/* Not for a request nobody can reap: a level-triggered loop would spin */
 	if (f->bg && mpp_populate_ready(f->bg) &&
 	    !mpp_populate_orphaned(f->bg))
 		mask = EPOLLIN | EPOLLRDNORM;
-	spin_unlock(&f->bg_lock);
+	spin_unlock(&f->lock);
 	return mask;
 }
 
@@ -224,8 +247,7 @@ static int memprepop_open(struct inode *inode, struct file *file)
 	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
-	mutex_init(&f->lock);
-	spin_lock_init(&f->bg_lock);
+	spin_lock_init(&f->lock);
 	init_waitqueue_head(&f->poll_wq);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
@@ -235,13 +257,8 @@ static int memprepop_open(struct inode *inode, struct file *file)
 static int memprepop_release(struct inode *inode, struct file *file)
 {
 	struct mpp_file *f = file->private_data;
-	struct mpp_request *req = f->bg;
 
-	if (req) {
-		mpp_notify_detach(req);
-		mpp_kill(req);
-		mpp_request_put(req);
-	}
+	mpp_file_let_go(f->bg, true);
 	mpp_pool_release(f->pool);
 	kfree(f);
 	return 0;
@@ -267,24 +284,24 @@ static struct miscdevice memprepop_misc = {
 
 static int __init memprepop_init(void)
 {
-	int ret = mpp_tasks_init();
+	int ret = mpp_threads_init();
 
 	if (ret)
 		return ret;
 	ret = misc_register(&memprepop_misc);
 	if (ret)
-		goto out_tasks_exit;
+		goto out_threads_exit;
 	return 0;
 
-out_tasks_exit:
-	mpp_tasks_exit();
+out_threads_exit:
+	mpp_threads_exit();
 	return ret;
 }
 
 static void __exit memprepop_exit(void)
 {
 	misc_deregister(&memprepop_misc);
-	mpp_tasks_exit();
+	mpp_threads_exit();
 }
 
 module_init(memprepop_init);

@@ -122,12 +122,13 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
  * control the caller cannot write or read fails the call with EFAULT. A
  * worker, which is not killable, never faults @control in (it might be
  * userfaultfd-armed): when it is not present the caller, or the reaping
- * thread, does it.
+ * thread, does it. Nor does it once the request is killed.
  */
 void mpp_control_sync(struct mpp_request *req, bool caller)
 {
 	unsigned long next = READ_ONCE(req->next_sync);
 	u32 cancel;
+	u64 done;
 	int ret;
 
 	if (!req->call.control || READ_ONCE(req->out.abort_err) ||
@@ -136,13 +137,24 @@ void mpp_control_sync(struct mpp_request *req, bool caller)
 	if (cmpxchg(&req->next_sync, next,
 		    jiffies + msecs_to_jiffies(MPP_SYNC_MS)) != next)
 		return;
-	if (!caller)
-		pagefault_disable();
-	ret = mpp_uapi_control_sync(req->call.control,
-				    atomic64_read(&req->out.bytes_done),
-				    &cancel);
-	if (!caller) {
-		pagefault_enable();
+	done = atomic64_read(&req->out.bytes_done);
+	if (caller) {
+		ret = mpp_uapi_control_sync(req->call.control, done, &cancel);
+	} else {
+		/*
+		 * Under the crew's lock, which mpp_kill() takes: once the
+		 * request is killed (its file released, its call over without
+		 * it) no worker writes @control any more.
+		 */
+		spin_lock(&req->crew.lock);
+		ret = -ECANCELED;
+		if (!READ_ONCE(req->killed)) {
+			pagefault_disable();
+			ret = mpp_uapi_control_sync(req->call.control, done,
+						    &cancel);
+			pagefault_enable();
+		}
+		spin_unlock(&req->crew.lock);
 		if (ret)
 			return;
 	}

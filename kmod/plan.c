@@ -108,8 +108,8 @@ static void mpp_plan_stop(struct mpp_range *range, unsigned long addr,
 static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
 			   struct mpp_range *range,
 			   unsigned long start, unsigned long end,
-			   const nodemask_t *nodes, unsigned long page_size,
-			   bool caller_only)
+			   const nodemask_t *nodes, bool by_cpu,
+			   unsigned long page_size, bool caller_only)
 {
 	unsigned long chunk_size = max_t(unsigned long, MPP_CREW_CHUNK,
 					 page_size);
@@ -124,7 +124,7 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
 		if (seg->range == range && seg->end == start &&
 		    seg->chunk_size == chunk_size &&
 		    seg->caller_only == caller_only &&
-		    nodes_equal(seg->nodes, *nodes)) {
+		    seg->by_cpu == by_cpu && nodes_equal(seg->nodes, *nodes)) {
 			seg->end = end;
 			return 0;
 		}
@@ -155,6 +155,7 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
 	seg->chunk_size = chunk_size;
 	seg->nodes = *nodes;
 	seg->caller_only = caller_only;
+	seg->by_cpu = by_cpu;
 	return 0;
 }
 
@@ -178,6 +179,7 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 		struct vm_area_struct *vma = vma_lookup(mm, addr);
 		unsigned long end;
 		nodemask_t nodes;
+		bool by_cpu;
 		int err;
 
 		/* The mappings of one range may be many; the ranges too */
@@ -203,9 +205,10 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 			break;
 		}
 		end = min(range->end, vma->vm_end);
-		mpp_policy_nodes_at(&req->place, vma, addr, &end, &nodes);
+		by_cpu = mpp_policy_nodes_at(&req->place, vma, addr, &end,
+					     &nodes);
 		err = mpp_add_segment(plan, pl, range, addr, end, &nodes,
-				      vma_kernel_pagesize(vma),
+				      by_cpu, vma_kernel_pagesize(vma),
 				      userfaultfd_armed(vma));
 		if (err)
 			return err;
@@ -323,6 +326,33 @@ void mpp_plan_serve(struct mpp_plan *plan, const struct mpp_crew_topo *topo,
 	}
 }
 
+/**
+ * mpp_plan_by_cpu() - who faults the segments placed by the faulting CPU
+ * @plan: the plan, served (mpp_plan_serve())
+ * @node: the caller's node, where their pages go
+ * @served: whether a worker runs on @node's CPUs for @node's pages
+ *
+ * Those workers, or the caller when there is none.
+ */
+void mpp_plan_by_cpu(struct mpp_plan *plan, int node, bool served)
+{
+	unsigned int i;
+
+	for (i = 0; i < plan->nr_segs; i++) {
+		struct mpp_segment *seg = &plan->segs[i];
+
+		if (!seg->by_cpu || seg->caller_only)
+			continue;
+		nodes_clear(seg->served_by);
+		if (served) {
+			node_set(node, seg->served_by);
+		} else {
+			seg->caller_only = true;
+			plan->caller_segs = true;
+		}
+	}
+}
+
 /* No worker: all of it in the caller's own context */
 void mpp_plan_caller_only(struct mpp_plan *plan)
 {
@@ -356,6 +386,8 @@ static void mpp_chunk_init(struct mpp_chunk *chunk, struct mpp_segment *seg,
  * mpp_plan_claim() - hand out the next chunk for a thread
  * @req: the request
  * @node: the worker's node, or %NUMA_NO_NODE for the calling thread
+ * @away: the worker runs on another node's CPUs: it takes no segment
+ *	placed by the faulting CPU
  * @next_seg: the thread's cursor: segments before it have nothing for it
  * @chunk: filled with the claimed chunk
  *
@@ -364,8 +396,8 @@ static void mpp_chunk_init(struct mpp_chunk *chunk, struct mpp_segment *seg,
  *
  * Return: true when @chunk was claimed, false when there is nothing left.
  */
-bool mpp_plan_claim(struct mpp_request *req, int node, unsigned int *next_seg,
-		    struct mpp_chunk *chunk)
+bool mpp_plan_claim(struct mpp_request *req, int node, bool away,
+		    unsigned int *next_seg, struct mpp_chunk *chunk)
 {
 	struct mpp_plan *plan = &req->plan;
 
@@ -376,7 +408,8 @@ bool mpp_plan_claim(struct mpp_request *req, int node, unsigned int *next_seg,
 		if (READ_ONCE(req->killed))
 			return false;
 		if (node == NUMA_NO_NODE ? !seg->caller_only :
-		    seg->caller_only || !node_isset(node, seg->served_by))
+		    seg->caller_only || !node_isset(node, seg->served_by) ||
+		    (away && seg->by_cpu))
 			continue;
 		index = atomic_long_fetch_inc(&seg->next_chunk);
 		if (index >= seg->nr_chunks)

@@ -7,10 +7,14 @@
  *
  * A page fault takes the VMA's policy (for shmem, the file's shared policy
  * at that offset), else the faulting task's policy, else the faulting CPU's
- * node. Workers are kernel threads on other CPUs, so for ranges without a VMA
- * policy they fault with a copy of the caller's task policy installed as
- * their own; when the caller has none, with a preferred-node policy for the
- * caller's node, which is what the caller's default policy amounts to.
+ * node. For ranges without a VMA policy, a kernel-thread worker faults with
+ * a copy of the caller's task policy installed as its own (kthread.c); when
+ * the caller has none, with a preferred-node policy for the caller's node,
+ * which is what the caller's default policy amounts to. A user worker
+ * thread has its own copy of its creator's policy, made by the kernel
+ * (vtask.c): where the caller has none, it places pages on the node of its
+ * CPU, so only workers on the caller's node's CPUs fault such ranges
+ * (mpp_plan_serve()).
  */
 #include <linux/cpuset.h>
 #include <linux/mempolicy.h>
@@ -33,7 +37,9 @@ void mpp_policy_init(struct mpp_placement *place)
 	place->caller_node = numa_node_id();
 	/* Under task_lock: a cpuset change rebinds the policy in place */
 	task_lock(current);
-	if (current->mempolicy && current->mempolicy->mode != MPOL_LOCAL) {
+	place->by_cpu = !current->mempolicy ||
+			current->mempolicy->mode == MPOL_LOCAL;
+	if (!place->by_cpu) {
 		*pol = *current->mempolicy;
 	} else {
 		pol->mode = MPOL_PREFERRED;
@@ -56,45 +62,11 @@ void mpp_policy_init(struct mpp_placement *place)
 	atomic_set(&pol->refcnt, 1);
 }
 
-/**
- * mpp_policy_enter() - fault with the caller's task policy from now on
- * @pol: the worker's own copy of it
- *
- * Called by a worker before it faults anything, after it was attached to the
- * caller's cgroups. Each worker has its own copy, so that a cpuset change
- * rebinds each copy once, under its own task's lock; the kernel never puts
- * a task's policy but at exit or set_mempolicy(), which a worker does not
- * reach with it installed.
- *
- * Return: the thread's own policy, for mpp_policy_leave(): none for a
- * kernel thread, the one a user worker thread was created with.
+/*
+ * The nodes @pol places pages on when the caller faults them. Returns true
+ * when that is the node of whichever CPU faults them (a local policy).
  */
-struct mempolicy *mpp_policy_enter(struct mempolicy *pol)
-{
-	struct mempolicy *own;
-
-	task_lock(current);
-	own = current->mempolicy;
-	current->mempolicy = pol;
-	task_unlock(current);
-	return own;
-}
-
-/**
- * mpp_policy_leave() - the thread's own policy again
- * @own: what mpp_policy_enter() returned
- *
- * The copy is its caller's to free: a worker never exits with it installed.
- */
-void mpp_policy_leave(struct mempolicy *own)
-{
-	task_lock(current);
-	current->mempolicy = own;
-	task_unlock(current);
-}
-
-/* The nodes @pol places pages on when the caller faults them. */
-static void mpp_policy_nodes(const struct mpp_placement *place,
+static bool mpp_policy_nodes(const struct mpp_placement *place,
 			     const struct mempolicy *pol, nodemask_t *nodes)
 {
 	nodes_clear(*nodes);
@@ -109,8 +81,21 @@ static void mpp_policy_nodes(const struct mpp_placement *place,
 			*nodes = pol->nodes;
 	}
 	/* Default and local: the node of the CPU the caller faults on */
-	if (nodes_empty(*nodes))
-		node_set(place->caller_node, *nodes);
+	if (!nodes_empty(*nodes))
+		return false;
+	node_set(place->caller_node, *nodes);
+	return true;
+}
+
+/*
+ * The caller's task policy: a worker of a kind with a policy of its own
+ * places by its CPU where the caller has none
+ */
+static bool mpp_task_nodes(const struct mpp_placement *place,
+			   nodemask_t *nodes)
+{
+	mpp_policy_nodes(place, &place->task_pol, nodes);
+	return place->by_cpu && mpp_kind.own_policy;
 }
 
 static bool mpp_vma_is_shmem(struct vm_area_struct *vma)
@@ -125,7 +110,7 @@ static bool mpp_vma_is_shmem(struct vm_area_struct *vma)
  * tree's lock the policy is alive, and only its nodes are read. Lowers *end
  * to where that policy, or the lack of one, ends.
  */
-static void mpp_shmem_nodes(const struct mpp_placement *place,
+static bool mpp_shmem_nodes(const struct mpp_placement *place,
 			    struct vm_area_struct *vma, unsigned long addr,
 			    unsigned long *end, nodemask_t *nodes)
 {
@@ -134,6 +119,7 @@ static void mpp_shmem_nodes(const struct mpp_placement *place,
 	struct sp_node *hit = NULL, *above = NULL;
 	pgoff_t run_end = ULONG_MAX;
 	struct rb_node *n;
+	bool by_cpu;
 
 	read_lock(&sp->lock);
 	for (n = sp->root.rb_node; n;) {
@@ -150,10 +136,10 @@ static void mpp_shmem_nodes(const struct mpp_placement *place,
 		}
 	}
 	if (hit) {
-		mpp_policy_nodes(place, hit->policy, nodes);
+		by_cpu = mpp_policy_nodes(place, hit->policy, nodes);
 		run_end = hit->end;
 	} else {
-		mpp_policy_nodes(place, &place->task_pol, nodes);
+		by_cpu = mpp_task_nodes(place, nodes);
 		if (above)
 			run_end = above->start;
 	}
@@ -161,6 +147,7 @@ static void mpp_shmem_nodes(const struct mpp_placement *place,
 
 	if (run_end - pgoff < (*end - addr) >> PAGE_SHIFT)
 		*end = addr + ((run_end - pgoff) << PAGE_SHIFT);
+	return by_cpu;
 }
 
 /**
@@ -173,14 +160,17 @@ static void mpp_shmem_nodes(const struct mpp_placement *place,
  *
  * The VMA's policy, a shmem file's policy at that offset, else the caller's
  * task policy, else the caller's node.
+ *
+ * Return: true when only a thread on a CPU of the caller's node places them
+ * there (a local policy, or a worker's own where the caller has none).
  */
-void mpp_policy_nodes_at(const struct mpp_placement *place,
+bool mpp_policy_nodes_at(const struct mpp_placement *place,
 			 struct vm_area_struct *vma, unsigned long addr,
 			 unsigned long *end, nodemask_t *nodes)
 {
 	if (mpp_vma_is_shmem(vma))
-		mpp_shmem_nodes(place, vma, addr, end, nodes);
-	else
-		mpp_policy_nodes(place, vma->vm_policy ?: &place->task_pol,
-				 nodes);
+		return mpp_shmem_nodes(place, vma, addr, end, nodes);
+	if (vma->vm_policy)
+		return mpp_policy_nodes(place, vma->vm_policy, nodes);
+	return mpp_task_nodes(place, nodes);
 }

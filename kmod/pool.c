@@ -1,29 +1,46 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: the threads that work for a process, bounded, and kept between
- * calls. What kind of thread they are (a kernel thread, or a user worker
- * thread of the process) is the business of kthread.c or vtask.c, one of
- * which is built in (struct mpp_task); this file only counts, keeps and
- * hands out threads, and runs their work in steps.
+ * memprepop: the threads that work for a process, bounded, kept between
+ * calls, and stopped by one owner. What kind of thread they are (a kernel
+ * thread, or a user worker thread of the process) is the business of
+ * kthread.c or vtask.c, one of which is built in behind struct mpp_kind;
+ * the kind runs the loop and calls back the function it was given at
+ * creation, and never calls into this file. This file counts, keeps and
+ * hands out threads, runs their work in steps, and frees them.
  *
- * Threads are a shared resource, so they are bounded: at most one
- * per online CPU for one process (all its files and concurrent calls, idle
- * threads included), and at most max_threads in the whole system.
+ * Threads are a shared resource, so they are bounded: at most one per
+ * online CPU for one process (all its files and concurrent calls, idle
+ * threads included), at most max_user_threads for one user, and at most
+ * max_threads in the whole system.
  *
- * Creating a thread and placing it costs more than a small populate call. So the
- * threads that work for a process through a file it opened stay, idle,
- * once their call is done, and serve its next calls from any of its files:
- * the model of vhost's workers, which live with the device's owner. They
- * are torn down when the last file that keeps them is released, and when
- * the process has exited (an idle thread looks once a second), so that
- * they never outlive it in its cgroups. A call from another process, on a
- * file passed to it, gets threads of its own that go when it is done.
+ * Creating a thread and placing it costs more than a small populate call.
+ * So the threads that work for a process through a file it opened stay,
+ * idle, once their call is done, and serve its next calls from any of its
+ * files: the model of vhost's workers, which live with the device's owner.
+ * An idle thread stops after idle_ms, when the last file that keeps it is
+ * released, when its process is gone, and when another process needs its
+ * slot. A call from another process, on a file passed to it, gets threads
+ * of its own that go when it is done.
+ *
+ * Every thread is in one state (enum mpp_thread_state) under
+ * mpp_threads_lock. Only the transition to MPP_THREAD_STOPPING frees a
+ * thread: its slot is given back there, at once, and its stop (which waits
+ * for it to exit) is queued on this file's workqueue, which frees it. So no
+ * caller, and no other process, ever waits for a thread to stop: a thread
+ * of a stopped, frozen or traced process keeps nobody waiting but a kworker
+ * until it runs again.
  */
+#include <linux/cred.h>
 #include <linux/hashtable.h>
+#include <linux/jiffies.h>
+#include <linux/lockdep.h>
+#include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/uidgid.h>
+#include <linux/workqueue.h>
 
 #include "internal.h"
 
@@ -32,18 +49,28 @@ module_param(max_threads, uint, 0644);
 MODULE_PARM_DESC(max_threads,
 		 "Most worker threads in the system at once (0: 4 per online CPU)");
 
+static unsigned int max_user_threads;
+module_param(max_user_threads, uint, 0644);
+MODULE_PARM_DESC(max_user_threads,
+		 "Most worker threads of one user at once (0: half of max_threads, at least the online CPUs)");
+
 static bool keep_workers = true;
 module_param(keep_workers, bool, 0644);
 MODULE_PARM_DESC(keep_workers,
 		 "Keep a process's workers between its calls (default: yes)");
 
+static unsigned int idle_ms = 10000;
+module_param(idle_ms, uint, 0644);
+MODULE_PARM_DESC(idle_ms,
+		 "How long a kept worker waits idle before it stops, in ms (default: 10000)");
+
 /**
  * struct mpp_pool - the threads of one process (one mm)
  * @node: in mpp_pools
  * @mm: the mm, a key; held with mmgrab() by each file that keeps the pool
- * @nr: its live threads, idle or working, kept or not
+ * @nr: its threads that hold a slot, idle or working, kept or not
  * @files: open files that keep its idle threads
- * @idle: its threads waiting for work, under mpp_threads_lock
+ * @idle: its threads waiting for work
  */
 struct mpp_pool {
 	struct hlist_node node;
@@ -54,53 +81,94 @@ struct mpp_pool {
 };
 
 /**
+ * struct mpp_user - the slots one user holds
+ * @node: in mpp_users
+ * @uid: the user
+ * @nr: slots it holds
+ */
+struct mpp_user {
+	struct hlist_node node;
+	kuid_t uid;
+	unsigned int nr;
+};
+
+/**
+ * enum mpp_thread_state - where a thread is, under mpp_threads_lock
+ * @MPP_THREAD_NEW: created for a crew, not given work yet
+ * @MPP_THREAD_IDLE: on its pool's idle list
+ * @MPP_THREAD_TAKEN: taken off the idle list for a crew, no work yet
+ * @MPP_THREAD_WORKING: given work; only the thread itself leaves this state
+ * @MPP_THREAD_DEAD: killed with its process while %MPP_THREAD_NEW or
+ *	%MPP_THREAD_TAKEN: whoever has it stops it
+ * @MPP_THREAD_STOPPING: its slot given back, its stop queued; the stop
+ *	frees it
+ */
+enum mpp_thread_state {
+	MPP_THREAD_NEW,
+	MPP_THREAD_IDLE,
+	MPP_THREAD_TAKEN,
+	MPP_THREAD_WORKING,
+	MPP_THREAD_DEAD,
+	MPP_THREAD_STOPPING,
+};
+
+/**
  * struct mpp_thread - a worker thread
- * @node: in &mpp_pool.idle while it is idle and kept
- * @task: the thread, as kthread.c or vtask.c made it
- * @pool: the pool it counts in
+ * @node: in &mpp_pool.idle while %MPP_THREAD_IDLE
+ * @task: the thread, as the kind made it
+ * @pool: the pool its slot counts in, until %MPP_THREAD_STOPPING
+ * @user: the user its slot counts for, until %MPP_THREAD_STOPPING
  * @nid: the node it was created on
  * @kept: it stays, idle, once its work is done
- * @idle: it is on @pool's idle list
- * @started: it was given work once
- * @stopping: whoever set it stops the thread (mpp_task_stop()) and frees
- *	it; otherwise the thread frees itself as it exits
- * @ops: its work, done with @arg
- * @arg: set, with @ops, before it is woken; NULL while it has none, and
- *	MPP_THREAD_DEAD once it can take none (a killed user worker)
- * @begun: @ops->begin() was called for @arg, in the thread
+ * @state: where it is, under mpp_threads_lock
+ * @idle_since: jiffies when it became idle
+ * @ops: its work, with @arg, set before it becomes %MPP_THREAD_WORKING
+ * @arg: the work's argument
+ * @begun: @ops->begin() was called for @arg; the thread's own
+ * @stop: its stop, queued on mpp_threads_wq
  */
 struct mpp_thread {
 	struct list_head node;
 	struct mpp_task *task;
 	struct mpp_pool *pool;
+	struct mpp_user *user;
 	int nid;
 	bool kept;
-	bool idle;
-	bool started;
-	bool stopping;
+	enum mpp_thread_state state;
+	unsigned long idle_since;
 	const struct mpp_work_ops *ops;
 	void *arg;
 	bool begun;
+	struct work_struct stop;
 };
-
-/* What a killed thread's @arg becomes: no work can be given to it */
-#define MPP_THREAD_DEAD	((void *)1)
 
 static DEFINE_SPINLOCK(mpp_threads_lock);
 static DEFINE_HASHTABLE(mpp_pools, 6);
+static DEFINE_HASHTABLE(mpp_users, 6);
 static unsigned int mpp_nr_threads;
+static struct workqueue_struct *mpp_threads_wq;
+static struct delayed_work mpp_reaper;
+
+static void mpp_thread_set_state(struct mpp_thread *t,
+				 enum mpp_thread_state state)
+{
+	lockdep_assert_held(&mpp_threads_lock);
+	/* Pairs with mpp_thread_fn(): the work is set before WORKING */
+	smp_store_release(&t->state, state);
+}
 
 static struct mpp_pool *mpp_pool_find(struct mm_struct *mm)
 {
 	struct mpp_pool *pool;
 
+	lockdep_assert_held(&mpp_threads_lock);
 	hash_for_each_possible(mpp_pools, pool, node, (unsigned long)mm)
 		if (pool->mm == mm)
 			return pool;
 	return NULL;
 }
 
-/* @mm's pool, added with @new (then NULL) when it has none; under lock */
+/* @mm's pool, added with @new (then NULL) when it has none */
 static struct mpp_pool *mpp_pool_lookup(struct mm_struct *mm,
 					struct mpp_pool **new)
 {
@@ -116,170 +184,217 @@ static struct mpp_pool *mpp_pool_lookup(struct mm_struct *mm,
 	return pool;
 }
 
-/* Drop @pool if nothing counts in it any more; returns it to be freed */
-static struct mpp_pool *mpp_pool_unused(struct mpp_pool *pool)
+/* Free @pool if nothing counts in it any more */
+static void mpp_pool_put_unused(struct mpp_pool *pool)
 {
+	lockdep_assert_held(&mpp_threads_lock);
 	if (pool->nr || pool->files)
-		return NULL;
+		return;
 	hash_del(&pool->node);
-	return pool;
+	kfree(pool);
 }
 
-/*
- * Take up to @want slots for @pool within both bounds; under the lock.
- * Returns how many.
- */
-static unsigned int mpp_slots_take(struct mpp_pool *pool, unsigned int want,
-				   unsigned int sys_max, unsigned int mm_max)
+/* The calling user's slots, added with @new (then NULL) when it has none */
+static struct mpp_user *mpp_user_lookup(kuid_t uid, struct mpp_user **new)
 {
-	unsigned int got = 0;
+	struct mpp_user *user;
 
-	if (mpp_nr_threads < sys_max && pool->nr < mm_max)
-		got = min3(want, sys_max - mpp_nr_threads, mm_max - pool->nr);
-	pool->nr += got;
-	mpp_nr_threads += got;
-	return got;
+	lockdep_assert_held(&mpp_threads_lock);
+	hash_for_each_possible(mpp_users, user, node, __kuid_val(uid))
+		if (uid_eq(user->uid, uid))
+			return user;
+	user = *new;
+	*new = NULL;
+	user->uid = uid;
+	hash_add(mpp_users, &user->node, __kuid_val(uid));
+	return user;
+}
+
+static void mpp_user_put_unused(struct mpp_user *user)
+{
+	lockdep_assert_held(&mpp_threads_lock);
+	if (user->nr)
+		return;
+	hash_del(&user->node);
+	kfree(user);
+}
+
+/* Give back @nr slots of @pool and @user */
+static void mpp_slots_put(struct mpp_pool *pool, struct mpp_user *user,
+			  unsigned int nr)
+{
+	lockdep_assert_held(&mpp_threads_lock);
+	pool->nr -= nr;
+	user->nr -= nr;
+	mpp_nr_threads -= nr;
+	mpp_pool_put_unused(pool);
+	mpp_user_put_unused(user);
+}
+
+/* The stop: in a kworker, the one place that waits for a thread */
+static void mpp_thread_stop_work(struct work_struct *work)
+{
+	struct mpp_thread *t = container_of(work, struct mpp_thread, stop);
+
+	mpp_kind.stop(t->task);
+	kfree(t);
+	/* Its module reference, taken when it was created */
+	module_put(THIS_MODULE);
 }
 
 /*
- * At the system's bound, idle threads other processes keep give their
- * slots up for @pool: up to @nr of them, each from the pool that keeps the
- * most idle at that moment, moved to @reclaim to be stopped. Under the
- * lock. Idle kept threads are a cache; a caller that would otherwise get
- * no thread at all is not.
+ * @t is to go: its slot back now, its stop queued. From here on only the
+ * stop touches it.
  */
-static void mpp_slots_reclaim(struct mpp_pool *pool, unsigned int nr,
-			      struct list_head *reclaim)
+static void mpp_thread_retire(struct mpp_thread *t)
+{
+	lockdep_assert_held(&mpp_threads_lock);
+	if (t->state == MPP_THREAD_IDLE)
+		list_del(&t->node);
+	mpp_thread_set_state(t, MPP_THREAD_STOPPING);
+	mpp_slots_put(t->pool, t->user, 1);
+	t->pool = NULL;
+	t->user = NULL;
+	queue_work(mpp_threads_wq, &t->stop);
+}
+
+/* How many threads of @pool wait for work now */
+static unsigned int mpp_pool_count_idle(struct mpp_pool *pool)
+{
+	struct mpp_thread *t;
+	unsigned int nr = 0;
+
+	lockdep_assert_held(&mpp_threads_lock);
+	list_for_each_entry(t, &pool->idle, node)
+		nr++;
+	return nr;
+}
+
+/*
+ * At the system's or the user's bound, idle threads kept by other processes
+ * give their slots up for @pool: up to @nr of them, each from the pool that
+ * keeps the most idle at that moment, and, at the user's bound, of that
+ * user. Idle kept threads are a cache; a caller that would otherwise get no
+ * thread at all is not. Their slots come back at once.
+ */
+static void mpp_slots_reclaim(struct mpp_pool *pool, struct mpp_user *user,
+			      bool user_bound, unsigned int nr)
 {
 	while (nr--) {
-		struct mpp_pool *p, *most = NULL;
+		struct mpp_thread *t, *victim = NULL;
 		unsigned int most_idle = 0, bkt;
-		struct mpp_thread *t;
+		struct mpp_pool *p;
 
 		hash_for_each(mpp_pools, bkt, p, node) {
 			unsigned int idle = 0;
+			struct mpp_thread *first = NULL;
 
 			if (p == pool)
 				continue;
-			list_for_each_entry(t, &p->idle, node)
+			list_for_each_entry(t, &p->idle, node) {
+				if (user_bound && t->user != user)
+					continue;
+				first = first ?: t;
 				idle++;
+			}
 			if (idle > most_idle) {
-				most = p;
+				victim = first;
 				most_idle = idle;
 			}
 		}
-		if (!most)
+		if (!victim)
 			return;
-		t = list_first_entry(&most->idle, struct mpp_thread, node);
-		t->idle = false;
-		t->stopping = true;
-		list_move(&t->node, reclaim);
+		mpp_thread_retire(victim);
 	}
 }
 
-static void mpp_pool_threads_put(struct mpp_pool *pool, unsigned int nr);
-
-/* A thread that is gone: its slot back, and it freed */
-static void mpp_thread_free(struct mpp_thread *t)
+static unsigned int mpp_sys_max(void)
 {
-	mpp_pool_threads_put(t->pool, 1);
-	kfree(t);
+	return READ_ONCE(max_threads) ?: 4 * num_online_cpus();
+}
+
+static unsigned int mpp_user_max(void)
+{
+	return READ_ONCE(max_user_threads) ?:
+	       max(mpp_sys_max() / 2, num_online_cpus());
+}
+
+/* Slots free for @pool of @user within every bound */
+static unsigned int mpp_slots_free(struct mpp_pool *pool,
+				   struct mpp_user *user)
+{
+	unsigned int sys_max = mpp_sys_max(), user_max = mpp_user_max();
+	unsigned int mm_max = num_online_cpus();
+
+	lockdep_assert_held(&mpp_threads_lock);
+	if (mpp_nr_threads >= sys_max || user->nr >= user_max ||
+	    pool->nr >= mm_max)
+		return 0;
+	return min3(sys_max - mpp_nr_threads, user_max - user->nr,
+		    mm_max - pool->nr);
 }
 
 /**
- * mpp_thread_stop() - stop a thread whose @stopping its caller set
- * @t: the thread, on no list
- *
- * Returns once it is gone, its slot given back and it freed.
- */
-void mpp_thread_stop(struct mpp_thread *t)
-{
-	mpp_task_stop(t->task);
-	mpp_thread_free(t);
-}
-
-/* Stop the threads on @list, taken off their idle lists: their slots free */
-static void mpp_threads_stop(struct list_head *list)
-{
-	struct mpp_thread *t, *tmp;
-
-	list_for_each_entry_safe(t, tmp, list, node)
-		mpp_thread_stop(t);
-}
-
-/**
- * mpp_threads_get() - take thread slots for @mm
+ * mpp_threads_get() - take thread slots for @mm and the calling user
  * @mm: the caller's mm
  * @want: how many
  *
- * Within the bound per process and the bound of the system. At the
- * system's bound, idle threads kept by other processes are stopped for
- * slots (mpp_slots_reclaim()), so that no caller is left with none while
- * others only keep theirs.
+ * Within the bounds per process, per user and of the system. At a bound,
+ * idle threads kept by other processes give up their slots
+ * (mpp_slots_reclaim()), so that no caller is left with none while others
+ * only keep theirs; nothing here waits for them to stop.
  *
  * Return: how many it took, each to be used by mpp_thread_create() or
  * given back with mpp_threads_put().
  */
 unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want)
 {
-	unsigned int sys_max = READ_ONCE(max_threads) ?: 4 * num_online_cpus();
-	unsigned int mm_max = num_online_cpus();
-	unsigned int got = 0, pass;
+	struct mpp_pool *pool, *new_pool;
+	struct mpp_user *user, *new_user;
+	unsigned int got = 0, room;
 
-	/* The second pass takes what the first one's reclaim freed */
-	for (pass = 0; pass < 2 && got < want; pass++) {
-		struct mpp_pool *pool, *new, *gone;
-		LIST_HEAD(reclaim);
-
-		new = kzalloc(sizeof(*new), GFP_KERNEL);
-		if (!new)
-			break;
-		spin_lock(&mpp_threads_lock);
-		pool = mpp_pool_lookup(mm, &new);
-		got += mpp_slots_take(pool, want - got, sys_max, mm_max);
-		if (!pass && got < want && pool->nr < mm_max)
-			mpp_slots_reclaim(pool,
-					  min(want - got, mm_max - pool->nr),
-					  &reclaim);
-		gone = mpp_pool_unused(pool);
-		spin_unlock(&mpp_threads_lock);
-		kfree(gone);
-		kfree(new);
-		if (list_empty(&reclaim))
-			break;
-		/* Each gives its slot back as it exits */
-		mpp_threads_stop(&reclaim);
-	}
-	return got;
-}
-
-static void mpp_pool_threads_put(struct mpp_pool *pool, unsigned int nr)
-{
-	struct mpp_pool *gone;
-
+	new_pool = kzalloc(sizeof(*new_pool), GFP_KERNEL);
+	new_user = kzalloc(sizeof(*new_user), GFP_KERNEL);
+	if (!new_pool || !new_user)
+		goto out_free;
 	spin_lock(&mpp_threads_lock);
-	pool->nr -= nr;
-	mpp_nr_threads -= nr;
-	gone = mpp_pool_unused(pool);
+	pool = mpp_pool_lookup(mm, &new_pool);
+	user = mpp_user_lookup(current_uid(), &new_user);
+	room = mpp_slots_free(pool, user);
+	if (room < want && pool->nr + room < num_online_cpus()) {
+		bool user_bound = user->nr + room >= mpp_user_max();
+
+		mpp_slots_reclaim(pool, user, user_bound, want - room);
+		room = mpp_slots_free(pool, user);
+	}
+	got = min(want, room);
+	pool->nr += got;
+	user->nr += got;
+	mpp_nr_threads += got;
+	mpp_pool_put_unused(pool);
+	mpp_user_put_unused(user);
 	spin_unlock(&mpp_threads_lock);
-	kfree(gone);
+out_free:
+	kfree(new_user);
+	kfree(new_pool);
+	return got;
 }
 
 /**
  * mpp_threads_put() - give back slots mpp_threads_get() took
- * @mm: the mm they were taken for
+ * @mm: the mm they were taken for, by the calling user
  * @nr: how many
  */
 void mpp_threads_put(struct mm_struct *mm, unsigned int nr)
 {
-	struct mpp_pool *pool;
+	struct mpp_user *user, *none = NULL;
 
 	if (!nr)
 		return;
 	spin_lock(&mpp_threads_lock);
-	pool = mpp_pool_find(mm);
+	user = mpp_user_lookup(current_uid(), &none);
+	mpp_slots_put(mpp_pool_find(mm), user, nr);
 	spin_unlock(&mpp_threads_lock);
-	mpp_pool_threads_put(pool, nr);
 }
 
 /**
@@ -322,196 +437,157 @@ struct mpp_pool *mpp_pool_keep(struct mpp_pool **keep)
  * mpp_pool_release() - a file no longer keeps its pool
  * @pool: the pool mpp_pool_keep() gave it, or NULL
  *
- * With the last file of the process that keeps them, its idle threads stop
- * now, and those at work stop when their work is done.
+ * With the last file of the process that keeps them, its idle threads stop,
+ * and those at work stop when their work is done. Waits for none of them.
  */
 void mpp_pool_release(struct mpp_pool *pool)
 {
-	struct mpp_pool *gone = NULL;
 	struct mpp_thread *t, *tmp;
 	struct mm_struct *mm;
-	LIST_HEAD(stop);
 
 	if (!pool)
 		return;
 	mm = pool->mm;
 	spin_lock(&mpp_threads_lock);
-	if (!--pool->files) {
-		list_for_each_entry_safe(t, tmp, &pool->idle, node) {
-			t->idle = false;
-			t->stopping = true;
-			list_move(&t->node, &stop);
-		}
-		gone = mpp_pool_unused(pool);
+	/* While the file still counts, so that no retire frees the pool */
+	if (pool->files == 1) {
+		list_for_each_entry_safe(t, tmp, &pool->idle, node)
+			mpp_thread_retire(t);
 	}
+	pool->files--;
+	mpp_pool_put_unused(pool);
 	spin_unlock(&mpp_threads_lock);
-	kfree(gone);
-	/*
-	 * Each exits, giving its slot back, and the pool goes with the last
-	 * thread of it: @pool is not to be touched from here on.
-	 */
-	mpp_threads_stop(&stop);
 	mmdrop(mm);
 }
 
-/* The process of @pool has exited: its threads are not wanted any more */
-static bool mpp_pool_orphaned(struct mpp_pool *pool)
+/* How long a kept thread stays idle */
+static unsigned long mpp_idle_jiffies(void)
 {
-	return !atomic_read(&pool->mm->mm_users);
+	return msecs_to_jiffies(READ_ONCE(idle_ms));
 }
 
 /*
- * After its work: back on the idle list, or false when it is to go, its
- * pool not kept any more, its process gone, or the thread still in the
- * caller's cgroups (it could not leave them: an idle kernel thread never
- * stays in a cgroup that may be frozen, which it would hold up).
+ * Idle threads that waited idle_ms, and those of processes that are gone,
+ * stop; it looks again while any thread is idle.
  */
-static bool mpp_thread_rest(struct mpp_thread *t)
+static void mpp_reaper_fn(struct work_struct *work)
 {
-	struct mpp_pool *pool = t->pool;
-	bool rest = false;
-
-	if (!mpp_identity_disowned())
-		return false;
-	spin_lock(&mpp_threads_lock);
-	if (t->kept && pool->files && !mpp_pool_orphaned(pool)) {
-		list_add(&t->node, &pool->idle);
-		t->idle = true;
-		rest = true;
-	}
-	spin_unlock(&mpp_threads_lock);
-	return rest;
-}
-
-/**
- * mpp_thread_orphaned() - is an idle thread's process gone?
- * @t: the thread, in its own context, idle
- *
- * Then it is taken off the idle list, unless it was taken off for work or
- * to be stopped, and is to exit.
- *
- * Return: true when it is to exit.
- */
-bool mpp_thread_orphaned(struct mpp_thread *t)
-{
-	bool leave = false;
+	unsigned long timeout = mpp_idle_jiffies();
+	struct mpp_thread *t, *tmp;
+	struct mpp_pool *pool;
+	bool idle = false;
+	unsigned int bkt;
 
 	spin_lock(&mpp_threads_lock);
-	if (t->idle && mpp_pool_orphaned(t->pool)) {
-		list_del(&t->node);
-		t->idle = false;
-		leave = true;
+	/* A pool with idle threads has files: no retire here frees it */
+	hash_for_each(mpp_pools, bkt, pool, node) {
+		bool gone;
+
+		if (list_empty(&pool->idle))
+			continue;
+		t = list_first_entry(&pool->idle, struct mpp_thread, node);
+		gone = mpp_kind.orphaned(t->task, pool->mm);
+		list_for_each_entry_safe(t, tmp, &pool->idle, node) {
+			if (gone || time_after_eq(jiffies,
+						  t->idle_since + timeout))
+				mpp_thread_retire(t);
+			else
+				idle = true;
+		}
 	}
 	spin_unlock(&mpp_threads_lock);
-	return leave;
+	if (idle)
+		queue_delayed_work(mpp_threads_wq, &mpp_reaper,
+				   min(timeout, (unsigned long)HZ));
 }
 
-/*
- * @arg's work is over for this thread: ended where it began, then taken
- * away, so that the thread can take the next.
- */
-static void mpp_thread_end(struct mpp_thread *t, void *arg)
+/* @t's work is over: ended where it began, in the thread */
+static void mpp_thread_end_work(struct mpp_thread *t)
 {
 	if (t->begun)
-		t->ops->end(arg);
+		t->ops->end(t->arg);
 	else
-		t->ops->abandon(arg);
+		t->ops->abandon(t->arg);
 	t->begun = false;
 }
 
-/**
- * mpp_thread_work() - the next step of a thread's work
- * @t: the thread, in its own context, from its loop (kthread.c, vtask.c)
- *
- * Begins the work mpp_thread_start() gave, does one step of it, and once
- * it has no more, ends it and rests.
- *
- * Return: %MPP_IDLE without work (the state the loop set is kept, to
- * sleep in), %MPP_WORKED after a step (running), or %MPP_DONE when its
- * work is over and it is not kept: it is to go.
+/*
+ * After its work, in the thread: back on the idle list, or it goes: its
+ * pool not kept any more, its process gone, or the thread unable to leave
+ * the caller's cgroups (an idle kernel thread never stays in a cgroup that
+ * may be frozen, which it would hold up).
  */
-enum mpp_step mpp_thread_work(struct mpp_thread *t)
+static void mpp_thread_rest(struct mpp_thread *t)
 {
-	/* Pairs with mpp_thread_start(): @ops and the work it reads */
-	void *arg = smp_load_acquire(&t->arg);
+	bool disowned = !mpp_kind.disowned || mpp_kind.disowned();
 
-	if (!arg || arg == MPP_THREAD_DEAD)
-		return MPP_IDLE;
+	spin_lock(&mpp_threads_lock);
+	if (disowned && t->kept && t->pool->files &&
+	    !mpp_kind.orphaned(t->task, t->pool->mm)) {
+		t->idle_since = jiffies;
+		list_add(&t->node, &t->pool->idle);
+		mpp_thread_set_state(t, MPP_THREAD_IDLE);
+		queue_delayed_work(mpp_threads_wq, &mpp_reaper,
+				   min(mpp_idle_jiffies(), (unsigned long)HZ));
+	} else {
+		mpp_thread_retire(t);
+	}
+	spin_unlock(&mpp_threads_lock);
+}
+
+/*
+ * The function the kind's loop calls, in the thread: one step of its work.
+ * Returns false when it has none, to sleep.
+ */
+static bool mpp_thread_fn(void *data)
+{
+	struct mpp_thread *t = data;
+
+	/* Pairs with mpp_thread_set_state(): its work is set */
+	if (smp_load_acquire(&t->state) != MPP_THREAD_WORKING)
+		return false;
 	__set_current_state(TASK_RUNNING);
 	if (!t->begun) {
 		t->begun = true;
-		t->ops->begin(arg);
+		t->ops->begin(t->arg);
 	}
-	if (t->ops->step(arg))
-		return MPP_WORKED;
-	mpp_thread_end(t, arg);
-	WRITE_ONCE(t->arg, NULL);
-	mpp_task_work_done();
-	return mpp_thread_rest(t) ? MPP_WORKED : MPP_DONE;
-}
-
-/**
- * mpp_thread_exit() - a thread leaves on its own
- * @t: the thread, in its own context, after mpp_thread_work() said
- *	%MPP_DONE, mpp_thread_orphaned() true, or its stop was asked for
- *
- * Return: true when it freed @t; false when a stopper will.
- */
-bool mpp_thread_exit(struct mpp_thread *t)
-{
-	if (READ_ONCE(t->stopping))
-		return false;
-	mpp_task_free(t->task);
-	mpp_thread_free(t);
+	if (t->ops->step(t->arg))
+		return true;
+	mpp_thread_end_work(t);
+	if (mpp_kind.work_done)
+		mpp_kind.work_done();
+	mpp_thread_rest(t);
 	return true;
 }
 
-/**
- * mpp_thread_retire() - a thread that cannot exit by itself is done
- * @t: the thread, in its own context, after mpp_thread_work() said
- *	%MPP_DONE
- *
- * A user worker thread is stopped by another (vtask.c): that is asked for
- * here, once.
+/*
+ * The kind calls this in the thread when its process kills it (a user
+ * worker thread of a process that exits or execs), before it exits: the
+ * work it had is ended, and whoever has it stops it.
  */
-void mpp_thread_retire(struct mpp_thread *t)
+static void mpp_thread_killed(void *data)
 {
-	bool stop;
+	struct mpp_thread *t = data;
 
+	/* Only the thread leaves WORKING: its work is still there */
+	if (smp_load_acquire(&t->state) == MPP_THREAD_WORKING)
+		mpp_thread_end_work(t);
 	spin_lock(&mpp_threads_lock);
-	stop = !t->stopping;
-	t->stopping = true;
-	spin_unlock(&mpp_threads_lock);
-	if (stop)
-		mpp_task_stop_async(t->task);
-}
-
-/**
- * mpp_thread_killed() - a thread's process killed it
- * @t: the thread, in its own context, about to exit (a user worker thread
- *	of a process that exits or execs)
- *
- * The work it had, begun or not, is ended, and no more can be given to it.
- * It is stopped by another, once: here when it was idle or had work; by
- * mpp_thread_start() when it was taken for work not yet given, which then
- * finds it dead; by mpp_thread_retire() already when it was done.
- */
-void mpp_thread_killed(struct mpp_thread *t)
-{
-	void *arg = xchg(&t->arg, MPP_THREAD_DEAD);
-	bool retire = arg;
-
-	if (arg)
-		mpp_thread_end(t, arg);
-	spin_lock(&mpp_threads_lock);
-	if (t->idle) {
-		list_del(&t->node);
-		t->idle = false;
-		retire = true;
+	switch (t->state) {
+	case MPP_THREAD_NEW:
+	case MPP_THREAD_TAKEN:
+		/* Its crew has it: mpp_thread_start() or _discard() stops it */
+		mpp_thread_set_state(t, MPP_THREAD_DEAD);
+		break;
+	case MPP_THREAD_IDLE:
+	case MPP_THREAD_WORKING:
+		mpp_thread_retire(t);
+		break;
+	case MPP_THREAD_DEAD:
+	case MPP_THREAD_STOPPING:
+		break;
 	}
 	spin_unlock(&mpp_threads_lock);
-	if (retire)
-		mpp_thread_retire(t);
 }
 
 /**
@@ -529,24 +605,32 @@ struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
 				     struct mpp_pool *pool, int nid,
 				     unsigned int index)
 {
+	struct mpp_user *none = NULL;
 	struct mpp_task *task;
 	struct mpp_thread *t;
 
 	t = kzalloc(sizeof(*t), GFP_KERNEL);
 	if (!t)
 		goto out_put_slot;
+	INIT_WORK(&t->stop, mpp_thread_stop_work);
+	t->nid = nid;
+	t->state = MPP_THREAD_NEW;
 	spin_lock(&mpp_threads_lock);
 	t->pool = mpp_pool_find(mm);
+	t->user = mpp_user_lookup(current_uid(), &none);
 	spin_unlock(&mpp_threads_lock);
 	t->kept = pool == t->pool;
-	t->nid = nid;
-	task = mpp_task_create(t, nid, index);
+	/* It may run module code until its stop is done */
+	__module_get(THIS_MODULE);
+	task = mpp_kind.create(mpp_thread_fn, mpp_thread_killed, t, nid,
+			       index);
 	if (IS_ERR(task))
-		goto out_free;
+		goto out_module_put;
 	t->task = task;
 	return t;
 
-out_free:
+out_module_put:
+	module_put(THIS_MODULE);
 	kfree(t);
 out_put_slot:
 	mpp_threads_put(mm, 1);
@@ -555,21 +639,20 @@ out_put_slot:
 
 /**
  * mpp_thread_discard() - a thread that will not be used after all
- * @t: a thread from mpp_thread_create() never started, or from
- *	mpp_pool_take()
+ * @t: a thread from mpp_thread_create() or mpp_pool_take(), not started
  */
 void mpp_thread_discard(struct mpp_thread *t)
 {
-	if (t->started) {
+	spin_lock(&mpp_threads_lock);
+	if (t->state == MPP_THREAD_TAKEN && t->pool->files) {
 		/* Kept and idle: back where it came from */
-		spin_lock(&mpp_threads_lock);
+		t->idle_since = jiffies;
 		list_add(&t->node, &t->pool->idle);
-		t->idle = true;
-		spin_unlock(&mpp_threads_lock);
-		return;
+		mpp_thread_set_state(t, MPP_THREAD_IDLE);
+	} else {
+		mpp_thread_retire(t);
 	}
-	t->stopping = true;
-	mpp_thread_stop(t);
+	spin_unlock(&mpp_threads_lock);
 }
 
 /**
@@ -577,23 +660,32 @@ void mpp_thread_discard(struct mpp_thread *t)
  * @pool: the caller's pool, or NULL
  * @nid: the node
  * @any: or, when there is none, one created on any node
+ * @place: where the calling thread's faults place pages
+ *
+ * Only a thread that can serve the calling thread (mpp_kind.serves()): one
+ * that cannot stops instead.
  *
  * Return: the thread, off the idle list, or NULL when there is none.
  */
-struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any)
+struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any,
+				 const struct mpp_placement *place)
 {
-	struct mpp_thread *t, *found = NULL;
+	struct mpp_thread *t, *tmp, *found = NULL;
 
 	if (!pool)
 		return NULL;
 	spin_lock(&mpp_threads_lock);
-	list_for_each_entry(t, &pool->idle, node) {
-		if (t->nid == nid || any) {
-			list_del(&t->node);
-			t->idle = false;
-			found = t;
-			break;
+	list_for_each_entry_safe(t, tmp, &pool->idle, node) {
+		if (t->nid != nid && !any)
+			continue;
+		if (mpp_kind.serves && !mpp_kind.serves(t->task, place)) {
+			mpp_thread_retire(t);
+			continue;
 		}
+		list_del(&t->node);
+		mpp_thread_set_state(t, MPP_THREAD_TAKEN);
+		found = t;
+		break;
 	}
 	spin_unlock(&mpp_threads_lock);
 	return found;
@@ -602,12 +694,10 @@ struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any)
 /* How many threads of @pool wait for work now */
 unsigned int mpp_pool_idle(struct mpp_pool *pool)
 {
-	struct mpp_thread *t;
-	unsigned int nr = 0;
+	unsigned int nr;
 
 	spin_lock(&mpp_threads_lock);
-	list_for_each_entry(t, &pool->idle, node)
-		nr++;
+	nr = mpp_pool_count_idle(pool);
 	spin_unlock(&mpp_threads_lock);
 	return nr;
 }
@@ -615,38 +705,69 @@ unsigned int mpp_pool_idle(struct mpp_pool *pool)
 /* The task of @t, to make it the caller's before it starts */
 struct task_struct *mpp_thread_task(struct mpp_thread *t)
 {
-	return mpp_task_struct(t->task);
+	return mpp_kind.task(t->task);
 }
 
 /**
  * mpp_thread_kill() - end the waits of @t's work that only a fatal signal
- * ends
- * @t: a thread at work
+ * ends, where its kind can without ending its process
+ * @t: a thread at work, held there by its crew's lock
  */
 void mpp_thread_kill(struct mpp_thread *t)
 {
-	mpp_task_kill(t->task);
+	if (mpp_kind.kill)
+		mpp_kind.kill(t->task);
 }
 
 /**
  * mpp_thread_start() - give @t its work and wake it
  * @t: a thread from mpp_thread_create() or mpp_pool_take()
  * @ops: the work
- * @arg: its argument, not NULL
+ * @arg: its argument
  *
  * A thread killed meanwhile (its process exits) cannot take it: the work
- * is abandoned here instead.
+ * is abandoned here instead, and the thread stopped.
  */
 void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg)
 {
-	t->started = true;
+	bool dead;
+
 	t->ops = ops;
-	/* Pairs with the thread's smp_load_acquire(), which may not sleep */
-	if (cmpxchg_release(&t->arg, NULL, arg) == MPP_THREAD_DEAD) {
-		ops->abandon(arg);
+	t->arg = arg;
+	spin_lock(&mpp_threads_lock);
+	dead = t->state == MPP_THREAD_DEAD;
+	if (dead) {
 		mpp_thread_retire(t);
-		return;
+	} else {
+		mpp_thread_set_state(t, MPP_THREAD_WORKING);
+		/* Under the lock: no stop is queued before it is woken */
+		mpp_kind.wake(t->task);
 	}
-	mpp_task_wake(t->task);
+	spin_unlock(&mpp_threads_lock);
+	if (dead)
+		ops->abandon(arg);
+}
+
+int mpp_threads_init(void)
+{
+	int ret;
+
+	mpp_threads_wq = alloc_workqueue("memprepop", WQ_UNBOUND, 0);
+	if (!mpp_threads_wq)
+		return -ENOMEM;
+	INIT_DELAYED_WORK(&mpp_reaper, mpp_reaper_fn);
+	ret = mpp_kind.init ? mpp_kind.init() : 0;
+	if (ret)
+		destroy_workqueue(mpp_threads_wq);
+	return ret;
+}
+
+/* The module goes: no thread is left, the last stops are done */
+void mpp_threads_exit(void)
+{
+	cancel_delayed_work_sync(&mpp_reaper);
+	destroy_workqueue(mpp_threads_wq);
+	if (mpp_kind.exit)
+		mpp_kind.exit();
 }

@@ -12,12 +12,17 @@
  *
  * The caller never waits for a worker where a fatal signal cannot end the
  * wait: a killed caller returns at once, and the workers, which hold their
- * own references, stop within a batch and go away on their own.
+ * own references, stop within a batch. Nor does it wait for them through a
+ * stop (SIGSTOP, a ptrace trap, a freezer): it leaves, to be stopped with
+ * them, and starts again once continued. A cancelled call waits for them
+ * MPP_SYNC_MS at most.
  */
 #include <linux/errno.h>
 #include <linux/jiffies.h>
 #include <linux/kref.h>
 #include <linux/mm.h>
+#include <linux/freezer.h>
+#include <linux/sched/jobctl.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -124,29 +129,88 @@ out_put:
 }
 
 /*
+ * A stop signal that the calling thread has not dequeued yet, and that will
+ * stop it once it does: SIGSTOP, or SIGTSTP, SIGTTIN and SIGTTOU unblocked
+ * with the default action.
+ */
+static bool mpp_stop_signal_pending(void)
+{
+	static const int stops[] = { SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU };
+	/* The caller's own: stable, as only an exec by itself changes it */
+	struct sighand_struct *sighand =
+		rcu_dereference_protected(current->sighand, true);
+	bool stop = false;
+	unsigned int i;
+
+	if (!signal_pending(current))
+		return false;
+	spin_lock_irq(&sighand->siglock);
+	for (i = 0; i < ARRAY_SIZE(stops) && !stop; i++) {
+		int sig = stops[i];
+
+		if (!sigismember(&current->pending.signal, sig) &&
+		    !sigismember(&current->signal->shared_pending.signal, sig))
+			continue;
+		stop = sig == SIGSTOP ||
+		       (!sigismember(&current->blocked, sig) &&
+			sighand->action[sig - 1].sa.sa_handler == SIG_DFL);
+	}
+	spin_unlock_irq(&sighand->siglock);
+	return stop;
+}
+
+/*
+ * Is the calling thread to stop: a group stop (SIGSTOP, or a stop signal
+ * on its way), a ptrace trap (PTRACE_INTERRUPT, PTRACE_LISTEN), the cgroup
+ * freezer or suspend's? A thread inside madvise() would finish its
+ * populate first; the caller leaves its wait instead, so that its workers,
+ * which stop with its process, keep no stop waiting, and the call is
+ * started again once the caller runs.
+ */
+static bool mpp_caller_stopping(void)
+{
+	unsigned long traps = JOBCTL_PENDING_MASK;
+
+	/*
+	 * Kernel threads are not frozen by a cgroup: they finish for a caller
+	 * that waits for them, and leave the cgroup, which on 6.1 is what
+	 * lets its freeze complete (security.rst)
+	 */
+	if (mpp_kind.cgroup_frozen)
+		traps |= JOBCTL_TRAP_FREEZE;
+	return (READ_ONCE(current->jobctl) & traps) || freezing(current) ||
+	       mpp_stop_signal_pending();
+}
+
+/*
  * The calling thread's share: the segments only it may fault, then what
  * workers hand back, until the last worker is done. Every wait ends at a
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
- * @control and a cancel is read from it.
+ * @control, a cancel is read from it, and the caller looks whether it is
+ * to stop. Once the request is cancelled, workers get MPP_SYNC_MS more to
+ * finish, and are not waited for after that.
  *
  * Returns 0, -EINTR when the caller was killed (the workers are then not
- * waited for), -ERESTARTNOINTR when it is being frozen with its workers,
- * or with @nowait -EAGAIN when only workers have work left.
+ * waited for), -ERESTARTNOINTR when it is to stop or be frozen, or with
+ * @nowait -EAGAIN when only workers have work left.
  */
 static int mpp_caller_work(struct mpp_request *req, bool nowait)
 {
-	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS);
+	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS), deadline = 0;
 	u64 *node_pages = req->out.node_pages;
 	struct mpp_plan *plan = &req->plan;
 	unsigned int next_seg = 0;
 	struct mpp_chunk chunk;
 
 	for (;;) {
-		unsigned long reached;
+		unsigned long reached, wait = tick;
 		long ret;
 
-		if (mpp_plan_claim(req, NUMA_NO_NODE, &next_seg, &chunk) ||
-		    mpp_plan_take_handoff(plan, &chunk)) {
+		/* Nothing more after a cancel: each thread leaves one partial */
+		if (!READ_ONCE(req->killed) &&
+		    (mpp_plan_claim(req, NUMA_NO_NODE, false, &next_seg,
+				    &chunk) ||
+		     mpp_plan_take_handoff(plan, &chunk))) {
 			ret = mpp_fault_caller(req, &chunk, node_pages,
 					       &reached);
 			if (ret == -EINTR)
@@ -154,7 +218,7 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			mpp_chunk_finish(req, &chunk, reached, ret);
 			if (fatal_signal_pending(current))
 				return -EINTR;
-			if (mpp_task_caller_freezing())
+			if (mpp_caller_stopping())
 				return -ERESTARTNOINTR;
 			continue;
 		}
@@ -164,13 +228,23 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			return 0;
 		if (nowait)
 			return -EAGAIN;
+		if (READ_ONCE(req->killed)) {
+			/* Cancelled: what is stuck is left, killed */
+			if (!deadline) {
+				mpp_kill(req);
+				deadline = jiffies + tick;
+			}
+			if (time_after_eq(jiffies, deadline))
+				return 0;
+			wait = deadline - jiffies;
+		}
 		ret = wait_event_killable_timeout(req->crew.wq,
 						  mpp_crew_done(req) ||
 						  mpp_plan_has_handoff(plan),
-						  tick);
+						  wait);
 		if (ret < 0)
 			return -EINTR;
-		if (mpp_task_caller_freezing())
+		if (mpp_caller_stopping())
 			return -ERESTARTNOINTR;
 		mpp_control_sync(req, true);
 	}
@@ -214,9 +288,9 @@ bool mpp_populate_orphaned(struct mpp_request *req)
  *
  * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE;
  * with @nowait, -EAGAIN when workers are still at work, nothing worked
- * out; -ERESTARTNOINTR, nothing worked out, when the caller is to be
- * frozen: a call is cancelled, to start again once thawed, a background
- * request goes on.
+ * out; -ERESTARTNOINTR, nothing worked out, when the caller is to stop or
+ * be frozen: a call is cancelled, to start again once the caller runs
+ * again, a background request goes on.
  */
 int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
@@ -227,7 +301,7 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
 		return ret;
 	if (ret == -ERESTARTNOINTR) {
 		if (!(req->call.flags & MEMPREPOP_F_BACKGROUND))
-			mpp_cancel(req);
+			mpp_kill(req);
 		return ret;
 	}
 	/* Killed: the workers stop on their own, not waited for */

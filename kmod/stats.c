@@ -66,8 +66,7 @@ static const struct attribute_group mpp_stats_group = {
 static ssize_t workers_show(struct device *dev, struct device_attribute *attr,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%s\n",
-			  MPP_USER_WORKERS ? "vhost_task" : "kthread");
+	return sysfs_emit(buf, "%s\n", mpp_kind.name);
 }
 static DEVICE_ATTR_RO(workers);
 

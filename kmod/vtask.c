@@ -6,19 +6,20 @@
  *
  * Such a thread is the caller's by construction: it is created by the
  * calling thread as one of its process's threads (CLONE_THREAD, CLONE_VM),
- * so its credentials, mm, cgroups, rlimits, rusage and CPU times,
- * autogroup, I/O context, OOM kills, the cgroup freezer and suspend's
- * freezer are the process's, with nothing copied. ps -L shows it among the
- * process's threads. It runs vhost's loop, which calls mpp_vtask_fn() and
- * between calls handles signals: there the cgroup freezer and suspend
- * freeze it, between steps, and a fatal signal to the process ends it.
+ * so its mm, cgroups, rlimits, rusage and CPU times, autogroup, I/O
+ * context, OOM kills, the cgroup freezer and suspend's freezer are the
+ * process's, with nothing copied, and its task memory policy is its own
+ * copy of its creator's, which the kernel made and frees. ps -L shows it
+ * among the process's threads. It runs vhost's loop, which calls the
+ * function pool.c gave and between calls handles signals: there group
+ * stops, the cgroup freezer and suspend's freezer stop it, between steps,
+ * and a fatal signal to the process ends it.
  *
- * What stays to be done by hand: its placement on its node's CPUs and the
- * caller's scheduling attributes (identity.c, for a thread kept from an
- * earlier call), and its end. A vhost_task cannot end by itself: it is
- * stopped by another thread, with vhost_task_stop(), which waits for it.
- * Work done, not kept, or killed with its process, it has that done by a
- * work item of this file's workqueue, which the module's exit drains.
+ * A thread kept from an earlier call serves a later one only if its policy
+ * places pages as the later caller's would (mpp_vtask_serves()).
+ *
+ * A vhost_task cannot end by itself: it is stopped by another thread, with
+ * vhost_task_stop(), which waits for it; pool.c does that from a kworker.
  *
  * No signal is sent to one by mpp_kill(): a SIGKILL to any thread is fatal
  * to the whole process (only RLIMIT_RTTIME's is meant to be). Its waits
@@ -28,6 +29,7 @@
 #include <linux/completion.h>
 #include <linux/err.h>
 #include <linux/freezer.h>
+#include <linux/mempolicy.h>
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/sched/jobctl.h>
@@ -43,18 +45,29 @@
 /**
  * struct mpp_task - a user worker thread of the calling process
  * @vtsk: its vhost_task
- * @task: its task_struct, referenced, as it found itself
- * @thread: what it runs
- * @running: completed once it has run, with @task set
- * @stop: the work item that stops it when it cannot go on
+ * @task: its task_struct, referenced, as it found itself on its first run
+ * @fn: what its loop calls, with @arg
+ * @killed: what it calls when its process kills it, with @arg
+ * @arg: the argument
+ * @running: completed once it has run, or was killed before
+ * @first: 0 until its first run (%MPP_VTASK_RAN) or its creator gave up
+ *	waiting for it (%MPP_VTASK_ABANDONED), whichever came first; once
+ *	abandoned it calls nothing, and @stop stops it
+ * @stop: stops an abandoned thread
  */
 struct mpp_task {
 	struct vhost_task *vtsk;
 	struct task_struct *task;
-	struct mpp_thread *thread;
+	bool (*fn)(void *arg);
+	void (*killed)(void *arg);
+	void *arg;
 	struct completion running;
+	int first;
 	struct work_struct stop;
 };
+
+#define MPP_VTASK_RAN		1
+#define MPP_VTASK_ABANDONED	2
 
 static struct workqueue_struct *mpp_vtask_wq;
 
@@ -94,18 +107,16 @@ static void mpp_vtask_rttime(void)
 static bool mpp_vtask_fn(void *data)
 {
 	struct mpp_task *vt = data;
-	enum mpp_step step;
 
 	if (!vt->task) {
 		vt->task = get_task_struct(current);
-		complete(&vt->running);
+		if (!cmpxchg(&vt->first, 0, MPP_VTASK_RAN))
+			complete(&vt->running);
 	}
-	step = mpp_thread_work(vt->thread);
-	if (step == MPP_DONE)
-		mpp_thread_retire(vt->thread);
-	if (step == MPP_WORKED)
-		mpp_vtask_rttime();
-	return step == MPP_WORKED;
+	if (READ_ONCE(vt->first) != MPP_VTASK_RAN || !vt->fn(vt->arg))
+		return false;
+	mpp_vtask_rttime();
+	return true;
 }
 
 /* Its process got a fatal signal: it exits when this returns */
@@ -113,18 +124,64 @@ static void mpp_vtask_killed(void *data)
 {
 	struct mpp_task *vt = data;
 
-	/* Before it ever ran: mpp_task_create() stops it */
-	if (!vt->task) {
+	if (READ_ONCE(vt->first) == MPP_VTASK_RAN)
+		vt->killed(vt->arg);
+	else
+		/* Before it ever ran: its creator stops waiting */
 		complete(&vt->running);
-		return;
-	}
-	mpp_thread_killed(vt->thread);
+}
+
+/* Stop it and wait until it is gone; in a kworker */
+static void mpp_vtask_stop(struct mpp_task *vt)
+{
+	vhost_task_stop(vt->vtsk);
+	if (vt->task)
+		put_task_struct(vt->task);
+	kfree(vt);
+}
+
+static void mpp_vtask_stop_work(struct work_struct *work)
+{
+	struct mpp_task *vt = container_of(work, struct mpp_task, stop);
+
+	mpp_vtask_stop(vt);
+	module_put(THIS_MODULE);
+}
+
+/*
+ * Is the calling thread to stop for a group stop, a ptrace trap, the cgroup
+ * freezer or suspend? Then it waits for no thread.
+ */
+static bool mpp_caller_stopping(void)
+{
+	return (READ_ONCE(current->jobctl) &
+		(JOBCTL_PENDING_MASK | JOBCTL_TRAP_FREEZE)) ||
+	       freezing(current);
+}
+
+/*
+ * Its first run, which needs nothing from us and only sets @vt->task. It
+ * starts without a signal pending (a fork with one pending fails), but it
+ * joins a group stop or a freeze under way before it runs: the creator
+ * then gives up rather than wait, as it does when killed.
+ */
+static int mpp_vtask_wait_running(struct mpp_task *vt)
+{
+	while (!wait_for_completion_killable_timeout(&vt->running, 1))
+		if (mpp_caller_stopping())
+			break;
+	/* Whichever comes first: its first run, or giving up on it */
+	if (cmpxchg(&vt->first, 0, MPP_VTASK_ABANDONED) == MPP_VTASK_RAN)
+		return 0;
+	return -EINTR;
 }
 
 /**
- * mpp_task_create() - a user worker thread of the caller's process for @t
- * @t: the thread it is to run
- * @nid: its node, for its name (it is placed by identity.c)
+ * mpp_vtask_create() - a user worker thread of the caller's process
+ * @fn: what its loop calls
+ * @killed: what it calls when its process kills it
+ * @arg: their argument
+ * @nid: its node, for its name (it is placed by workers.c)
  * @index: its index there, for its name
  *
  * In the caller's context. It is running, idle, when this returns. The
@@ -133,8 +190,9 @@ static void mpp_vtask_killed(void *data)
  *
  * Return: the task, or an ERR_PTR().
  */
-struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
-				 unsigned int index)
+static struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
+					 void (*killed)(void *arg), void *arg,
+					 int nid, unsigned int index)
 {
 	char name[TASK_COMM_LEN];
 	struct vhost_task *vtsk;
@@ -143,8 +201,11 @@ struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
 	vt = kzalloc(sizeof(*vt), GFP_KERNEL);
 	if (!vt)
 		return ERR_PTR(-ENOMEM);
-	vt->thread = t;
+	vt->fn = fn;
+	vt->killed = killed;
+	vt->arg = arg;
 	init_completion(&vt->running);
+	INIT_WORK(&vt->stop, mpp_vtask_stop_work);
 	snprintf(name, sizeof(name), "memprepop/%d:%u", nid, index);
 	vtsk = vhost_task_create(mpp_vtask_fn, mpp_vtask_killed, vt, name);
 	/*
@@ -158,97 +219,96 @@ struct mpp_task *mpp_task_create(struct mpp_thread *t, int nid,
 		return vtsk ? ERR_CAST(vtsk) : ERR_PTR(-EAGAIN);
 	}
 	vt->vtsk = vtsk;
-	/* It runs module code until it is stopped */
-	__module_get(THIS_MODULE);
 	vhost_task_start(vtsk);
-	/*
-	 * Its first call of mpp_vtask_fn(), which needs nothing from us. It
-	 * starts without a signal pending (a fork with one pending fails), so
-	 * only a freeze or a kill in the microseconds before it runs can come
-	 * first. Killed, it exits; frozen for suspend, so is the caller here.
-	 */
-	if (wait_for_completion_state(&vt->running,
-				      TASK_KILLABLE | TASK_FREEZABLE) ||
-	    !vt->task) {
-		mpp_task_stop(vt);
+	if (mpp_vtask_wait_running(vt)) {
+		/* Stopped by a kworker, which may wait for it */
+		__module_get(THIS_MODULE);
+		queue_work(mpp_vtask_wq, &vt->stop);
 		return ERR_PTR(-EINTR);
 	}
 	return vt;
 }
 
-/* The thread's task_struct */
-struct task_struct *mpp_task_struct(struct mpp_task *vt)
+static struct task_struct *mpp_vtask_task(struct mpp_task *vt)
 {
 	return vt->task;
 }
 
-void mpp_task_wake(struct mpp_task *vt)
+/* With its task referenced: safe even once it has exited */
+static void mpp_vtask_wake(struct mpp_task *vt)
 {
-	vhost_task_wake(vt->vtsk);
-}
-
-/* Nothing: a signal would kill the process (see the top of this file) */
-void mpp_task_kill(struct mpp_task *vt)
-{
-}
-
-void mpp_task_work_done(void)
-{
-}
-
-/* Never called: a vhost_task does not exit by itself */
-void mpp_task_free(struct mpp_task *vt)
-{
+	wake_up_process(vt->task);
 }
 
 /*
- * Stop it and wait until it is gone. Its module reference goes last, from
- * a file operation (which holds the module too) or from this file's
- * workqueue, which the module's exit drains.
+ * No thread of @vt's process but its workers (and exiting ones) is left:
+ * the process is gone for anyone who could give them work, and only they
+ * keep it, a zombie leader and its mm, alive. Under RCU, which keeps the
+ * thread list walkable.
  */
-void mpp_task_stop(struct mpp_task *vt)
+static bool mpp_vtask_orphaned(struct mpp_task *vt, struct mm_struct *mm)
 {
-	vhost_task_stop(vt->vtsk);
-	if (vt->task)
-		put_task_struct(vt->task);
-	kfree(vt);
-	module_put(THIS_MODULE);
-}
+	bool orphaned = true;
+	struct task_struct *t;
 
-static void mpp_vtask_stop_work(struct work_struct *work)
-{
-	struct mpp_task *vt = container_of(work, struct mpp_task, stop);
-
-	mpp_thread_stop(vt->thread);
-}
-
-/* Have it stopped by another thread: it cannot wait for itself */
-void mpp_task_stop_async(struct mpp_task *vt)
-{
-	INIT_WORK(&vt->stop, mpp_vtask_stop_work);
-	queue_work(mpp_vtask_wq, &vt->stop);
+	rcu_read_lock();
+	for_each_thread(vt->task, t) {
+		if (!(READ_ONCE(t->flags) & (PF_USER_WORKER | PF_EXITING))) {
+			orphaned = false;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return orphaned;
 }
 
 /*
- * Is the caller, waiting in a call for its workers, being frozen (by its
- * cgroup, or for suspend)? Its workers are, between steps, so the call
- * cannot end before it is thawed: it goes, to be frozen, and the call
- * starts again once thawed (-ERESTARTNOINTR), finding done what was done.
+ * Does @vt's own task policy place pages as the calling thread's does? A
+ * copy of the fields __mpol_equal() compares, read under each task's lock
+ * in turn.
  */
-bool mpp_task_caller_freezing(void)
+static bool mpp_vtask_serves(struct mpp_task *vt,
+			     const struct mpp_placement *place)
 {
-	return (READ_ONCE(current->jobctl) & JOBCTL_TRAP_FREEZE) ||
-	       freezing(current);
+	const struct mempolicy *want = &place->task_pol;
+	struct mempolicy *pol;
+	bool same;
+
+	task_lock(vt->task);
+	pol = vt->task->mempolicy;
+	if (place->by_cpu)
+		same = !pol || pol->mode == MPOL_LOCAL;
+	else
+		same = pol && pol->mode == want->mode &&
+		       pol->flags == want->flags &&
+		       pol->home_node == want->home_node &&
+		       nodes_equal(pol->nodes, want->nodes);
+	task_unlock(vt->task);
+	return same;
 }
 
-int mpp_tasks_init(void)
+static int mpp_vtask_init(void)
 {
-	mpp_vtask_wq = alloc_workqueue("memprepop", WQ_UNBOUND, 0);
+	mpp_vtask_wq = alloc_workqueue("memprepop-vtask", WQ_UNBOUND, 0);
 	return mpp_vtask_wq ? 0 : -ENOMEM;
 }
 
-/* The module goes: the last stops done, their module references put */
-void mpp_tasks_exit(void)
+/* The module goes: the last abandoned threads' stops done */
+static void mpp_vtask_exit(void)
 {
 	destroy_workqueue(mpp_vtask_wq);
 }
+
+const struct mpp_kind mpp_kind = {
+	.name		= "vhost_task",
+	.own_policy	= true,
+	.cgroup_frozen	= true,
+	.create		= mpp_vtask_create,
+	.task		= mpp_vtask_task,
+	.wake		= mpp_vtask_wake,
+	.stop		= mpp_vtask_stop,
+	.orphaned	= mpp_vtask_orphaned,
+	.serves		= mpp_vtask_serves,
+	.init		= mpp_vtask_init,
+	.exit		= mpp_vtask_exit,
+};

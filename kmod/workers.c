@@ -171,14 +171,17 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 	mmput_async(req->mm);
 }
 
-/* A worker's work, in its thread: first the caller's identity and policy */
+/*
+ * A worker's work, in its thread: first the caller's identity; without it
+ * (no memory) the worker takes no chunk.
+ */
 static void mpp_worker_begin(void *data)
 {
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
 
-	mpp_identity_enter(&req->id, req->mm, &w->saved);
-	w->own_pol = mpp_policy_enter(w->pol);
+	w->entered = !mpp_identity_enter(&req->id, req->mm, &req->place,
+					 &w->saved);
 }
 
 /*
@@ -191,7 +194,8 @@ static bool mpp_worker_step(void *data)
 	struct mpp_request *req = w->req;
 	struct mpp_chunk chunk;
 
-	if (!mpp_plan_claim(req, w->node, &w->next_seg, &chunk))
+	if (!w->entered ||
+	    !mpp_plan_claim(req, w->node, w->away, &w->next_seg, &chunk))
 		return false;
 	mpp_worker_chunk(w, &chunk);
 	return !mpp_identity_follow(&req->id, req->mm, &w->saved);
@@ -203,7 +207,6 @@ static void mpp_worker_done(struct mpp_worker *w)
 	struct mpp_request *req = w->req;
 	struct mpp_crew *crew = &req->crew;
 
-	kfree(w->pol);
 	/* mpp_kill() signals its thread no more: it may go to other work */
 	spin_lock(&crew->lock);
 	w->working = false;
@@ -219,8 +222,8 @@ static void mpp_worker_end(void *data)
 {
 	struct mpp_worker *w = data;
 
-	mpp_policy_leave(w->own_pol);
-	mpp_identity_leave(w->req->mm, &w->saved);
+	if (w->entered)
+		mpp_identity_leave(w->req->mm, &w->saved);
 	mpp_identity_disown(current);
 	mpp_worker_done(w);
 }
@@ -328,6 +331,7 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	w->thread = t;
 	w->working = true;
 	w->node = nid;
+	w->away = on != nid;
 	w->node_pages = NULL;
 	/* Node counts: the caller's row first, then one per worker */
 	if (out->node_pages)
@@ -338,14 +342,7 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	if (ret)
 		return ret;
 	cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(on));
-	ret = set_cpus_allowed_ptr(task, cpus);
-	if (ret)
-		return ret;
-	w->pol = kmemdup(&req->place.task_pol, sizeof(*w->pol),
-			 GFP_KERNEL_ACCOUNT);
-	if (!w->pol)
-		return -ENOMEM;
-	return 0;
+	return set_cpus_allowed_ptr(task, cpus);
 }
 
 /*
@@ -357,7 +354,7 @@ static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
 					    unsigned int index,
 					    unsigned int *slots, bool *reused)
 {
-	struct mpp_thread *t = mpp_pool_take(pool, nid, false);
+	struct mpp_thread *t = mpp_pool_take(pool, nid, false, &req->place);
 
 	*reused = true;
 	if (t)
@@ -368,7 +365,7 @@ static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
 		return mpp_thread_create(req->mm, pool, nid, index);
 	}
 	/* At the bound: one that stayed on another node moves here */
-	return mpp_pool_take(pool, nid, true);
+	return mpp_pool_take(pool, nid, true, &req->place);
 }
 
 /*
@@ -435,6 +432,17 @@ static void mpp_crew_find(struct mpp_request *req, struct mpp_pool *pool,
 	}
 }
 
+/* Does a worker of @crew run on @nid's CPUs for @nid's pages? */
+static bool mpp_crew_home(const struct mpp_crew *crew, int nid)
+{
+	unsigned int i;
+
+	for (i = 0; i < crew->nr_workers; i++)
+		if (crew->workers[i].node == nid && !crew->workers[i].away)
+			return true;
+	return false;
+}
+
 /**
  * mpp_crew_start() - find the request's workers and let them go
  * @req: the sized request, in the caller's context, its outcome ready for
@@ -485,6 +493,8 @@ int mpp_crew_start(struct mpp_request *req, struct mpp_pool **keep)
 	} else {
 		mpp_topo_init(&topo);
 		mpp_plan_serve(&req->plan, &topo, served, NULL);
+		mpp_plan_by_cpu(&req->plan, req->place.caller_node,
+				mpp_crew_home(crew, req->place.caller_node));
 	}
 	atomic_set(&crew->active, crew->nr_workers);
 	for (i = 0; i < crew->nr_workers; i++) {

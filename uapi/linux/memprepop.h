@@ -204,9 +204,17 @@ struct memprepop_populate {
  * @done: out, bytes populated so far, written every 100 ms while the call
  *	runs, whoever faults, and once when it returns
  * @cancel: in, set non-zero by another thread to cancel the call: it then
- *	stops within about 100 ms (in the background: the chunk each worker
- *	is on, 16 MiB) and fails with ECANCELED, populated exact
+ *	fails with ECANCELED within about 200 ms (100 ms to see the cancel,
+ *	100 ms more for the workers to stop), populated exact for what had
+ *	been reported by then; a worker still waiting then (on a file system
+ *	that does not answer) is not waited for, and may complete the page it
+ *	waits on afterwards, as a killed madvise() thread's fault does
  * @__reserved: in, zero
+ *
+ * The module writes @done until the call returns, or, in the background,
+ * until the request is reaped or its file released: once close() of the
+ * file's last descriptor has returned, or MEMPREPOP_IOC_WAIT has, the
+ * structure may be freed.
  */
 struct memprepop_control {
 	__u64 done;
@@ -245,7 +253,10 @@ struct memprepop_control {
  * first), each page on the node its memory policy selects, by workers that
  * carry the caller's credentials, cgroups, limits and scheduling attributes.
  * One set of workers serves all ranges, each chunk faulted on its memory's
- * node. Only a fatal signal interrupts it, at once.
+ * node. Only a fatal signal interrupts it, at once. A stop (SIGSTOP, a
+ * ptrace trap, the cgroup freezer, suspend) reaches the caller within about
+ * 100 ms: the call is restarted once the caller runs again, and finds done
+ * what was done (nothing is written before then).
  *
  * With %MEMPREPOP_F_BACKGROUND the call returns 0 as soon as the request is
  * started; its outcome is what MEMPREPOP_IOC_WAIT reports.
@@ -281,7 +292,7 @@ struct memprepop_control {
  * - EINTR: a fatal signal arrived;
  * - ECANCELED: cancelled through @control;
  * - EBUSY: %MEMPREPOP_F_BACKGROUND while the file has a background request
- *   not yet reaped;
+ *   not yet reaped, or while another thread starts one on it;
  * - EBADF: @eventfd is not an eventfd descriptor.
  *
  * With @ranges, the errors of a range (an unaligned @addr, a wrap, a mapping,
@@ -338,10 +349,16 @@ struct memprepop_wait {
  * - EFAULT: the argument is not accessible;
  * - ENOENT: the file has no background request;
  * - EPERM: the request was started by another process;
+ * - EBUSY: another thread is starting or reaping a request of the file
+ *   (a userfaultfd handler, say, while the thread it serves reaps);
  * - EAGAIN: %MEMPREPOP_WAIT_NOHANG and workers are still at work (the
  *   part left to the reaping thread was done): poll() reports EPOLLIN
  *   again when they are done;
  * - EINTR: a fatal signal arrived; the request goes on.
+ *
+ * A stop (SIGSTOP, a ptrace trap, a freezer) reaches the waiting thread
+ * within about 100 ms; the wait is restarted once it runs again, and the
+ * request goes on meanwhile.
  */
 #define MEMPREPOP_IOC_WAIT \
 	_IOWR(MEMPREPOP_IOC_MAGIC, 0x02, struct memprepop_wait)
