@@ -9,193 +9,24 @@
  * at a fatal signal). Each is timed from outside, for both.
  */
 #define _GNU_SOURCE
-#include <linux/fuse.h>
-#include <sys/uio.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
+#include "fuse_helpers.h"
 #include "worker_helpers.h"
 
 #define SLOW		3600
 #define FILE_LEN	(16 * MiB)	/* what wait_on_an_unanswered_read maps */
-#define FILE_SIZE	(64 * MiB)
+#define FILE_SIZE	FUSE_FILE_SIZE
 #define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
-
-/* The server: answers what a mapped file needs, holds every READ */
-struct server {
-	int fd;
-	pthread_t tid;
-	pthread_mutex_t lock;
-	volatile bool release;	/* answer the held READs, and later ones */
-	volatile unsigned int reads;
-	struct {
-		uint64_t unique;
-		uint32_t size;
-	} held[64];
-	unsigned int nr_held;
-	struct {
-		uint64_t offset;
-		uint32_t uid;
-	} log[1024];		/* every READ: where, and whose fsuid */
-	unsigned int nr_log;
-};
-
-static void reply(struct server *s, uint64_t unique, int error,
-		  const void *data, size_t len)
-{
-	struct fuse_out_header out = {
-		.len = sizeof(out) + len, .error = error, .unique = unique,
-	};
-	struct iovec iov[2] = {
-		{ &out, sizeof(out) }, { (void *)data, len },
-	};
-
-	(void)!writev(s->fd, iov, data ? 2 : 1);
-}
-
-static void reply_zeros(struct server *s, uint64_t unique, uint32_t size)
-{
-	static char zeros[128 * 1024];
-
-	reply(s, unique, 0, zeros, size < sizeof(zeros) ? size : sizeof(zeros));
-}
-
-static void fill_attr(struct fuse_attr *a, uint64_t nodeid)
-{
-	memset(a, 0, sizeof(*a));
-	a->ino = nodeid;
-	a->nlink = 1;
-	a->blksize = 4096;
-	if (nodeid == FUSE_ROOT_ID) {
-		a->mode = S_IFDIR | 0755;
-	} else {
-		a->mode = S_IFREG | 0600;
-		a->size = FILE_SIZE;
-		a->blocks = FILE_SIZE / 512;
-	}
-}
-
-/* Answers the held READs with zeros */
-static void release_reads(struct server *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->release = true;
-	for (unsigned int i = 0; i < s->nr_held; i++)
-		reply_zeros(s, s->held[i].unique, s->held[i].size);
-	s->nr_held = 0;
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void *serve(void *arg)
-{
-	static char buf[256 * 1024];
-	struct server *s = arg;
-
-	for (;;) {
-		struct fuse_in_header *in = (void *)buf;
-		void *body = buf + sizeof(*in);
-		ssize_t n = read(s->fd, buf, sizeof(buf));
-
-		if (n < 0 && (errno == EINTR || errno == ENOENT))
-			continue;
-		if (n < (ssize_t)sizeof(*in))
-			return NULL;	/* unmounted */
-		switch (in->opcode) {
-		case FUSE_INIT: {
-			struct fuse_init_in *ii = body;
-			struct fuse_init_out io = {
-				.major = FUSE_KERNEL_VERSION,
-				.minor = ii->minor < 31 ? ii->minor : 31,
-				.max_readahead = ii->max_readahead,
-				.max_background = 16,
-				.congestion_threshold = 12,
-				.max_write = 64 * 1024,
-				.time_gran = 1,
-				/*
-				 * Reads as readahead does them: the fault
-				 * waits, killable, on the page lock. A
-				 * synchronous READ the server has taken is
-				 * waited for unkillably, madvise or not.
-				 */
-				.flags = ii->flags & FUSE_ASYNC_READ,
-			};
-
-			reply(s, in->unique, 0, &io, sizeof(io));
-			break;
-		}
-		case FUSE_LOOKUP: {
-			struct fuse_entry_out e = {
-				.nodeid = 2, .entry_valid = 3600,
-				.attr_valid = 3600,
-			};
-
-			if (strcmp(body, "file")) {
-				reply(s, in->unique, -ENOENT, NULL, 0);
-				break;
-			}
-			fill_attr(&e.attr, 2);
-			reply(s, in->unique, 0, &e, sizeof(e));
-			break;
-		}
-		case FUSE_GETATTR: {
-			struct fuse_attr_out a = { .attr_valid = 3600 };
-
-			fill_attr(&a.attr, in->nodeid);
-			reply(s, in->unique, 0, &a, sizeof(a));
-			break;
-		}
-		case FUSE_OPEN: {
-			struct fuse_open_out o = { .fh = 1 };
-
-			reply(s, in->unique, 0, &o, sizeof(o));
-			break;
-		}
-		case FUSE_READ: {
-			struct fuse_read_in *r = body;
-
-			pthread_mutex_lock(&s->lock);
-			s->reads++;
-			if (s->nr_log < 1024) {
-				s->log[s->nr_log].offset = r->offset;
-				s->log[s->nr_log].uid = in->uid;
-				s->nr_log++;
-			}
-			if (s->release || s->nr_held == 64) {
-				reply_zeros(s, in->unique, r->size);
-			} else {
-				s->held[s->nr_held].unique = in->unique;
-				s->held[s->nr_held].size = r->size;
-				s->nr_held++;
-			}
-			pthread_mutex_unlock(&s->lock);
-			break;
-		}
-		case FUSE_FLUSH:
-		case FUSE_RELEASE:
-			reply(s, in->unique, 0, NULL, 0);
-			break;
-		case FUSE_FORGET:
-		case FUSE_BATCH_FORGET:
-		case FUSE_INTERRUPT:
-			break;		/* no answer wanted */
-		default:
-			reply(s, in->unique, -ENOSYS, NULL, 0);
-			break;
-		}
-	}
-}
 
 FIXTURE(fuse)
 {
-	char dir[64];
-	struct server s;
-	bool mounted;
+	struct fuse_server s;
 };
 
 FIXTURE_VARIANT(fuse)
@@ -215,34 +46,20 @@ FIXTURE_VARIANT_ADD(fuse, ioctl)
 
 FIXTURE_SETUP(fuse)
 {
-	char opts[128];
+	int ret = fuse_server_start(&self->s, "fuse");
 
-	pthread_mutex_init(&self->s.lock, NULL);
-	if (access("/dev/fuse", F_OK))
-		(void)!system("modprobe -q fuse 2>/dev/null");
-	self->s.fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-	if (self->s.fd < 0)
+	if (ret == -ENODEV)
 		SKIP(return, "no /dev/fuse");
-	snprintf(self->dir, sizeof(self->dir), "/tmp/mpp-fuse-%d", getpid());
-	ASSERT_EQ(0, mkdir(self->dir, 0700));
-	snprintf(opts, sizeof(opts),
-		 "fd=%d,rootmode=40000,user_id=0,group_id=0", self->s.fd);
-	ASSERT_EQ(0, mount("memprepop-test", self->dir, "fuse",
-			   MS_NOSUID | MS_NODEV, opts));
-	self->mounted = true;
-	ASSERT_EQ(0, pthread_create(&self->s.tid, NULL, serve, &self->s));
+	ASSERT_EQ(0, ret);
 }
 
 FIXTURE_TEARDOWN(fuse)
 {
 	if (self->s.fd < 0)
 		return;
-	release_reads(&self->s);
+	fuse_release_reads(&self->s);
 	write_file(CPU1_ONLINE, "1");
-	if (self->mounted)
-		umount2(self->dir, MNT_DETACH);
-	close(self->s.fd);
-	rmdir(self->dir);
+	fuse_server_stop(&self->s);
 }
 
 /* Waits for @pid up to @secs: seconds taken, or -1 when still running */
@@ -333,7 +150,7 @@ TEST_F_TIMEOUT(fuse, wait_on_an_unanswered_read, SLOW)
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || access(CPU1_ONLINE, W_OK))
 		SKIP(return, "needs a CPU 1 that can go offline");
 	ASSERT_TRUE(workers_gone(30));
-	snprintf(path, sizeof(path), "%s/file", self->dir);
+	fuse_path(&self->s, 0, path, sizeof(path));
 	ASSERT_EQ(0, pipe(go));
 	ASSERT_EQ(0, pipe(done));
 	c.go = go[0];
@@ -362,7 +179,7 @@ TEST_F_TIMEOUT(fuse, wait_on_an_unanswered_read, SLOW)
 	offline = wait_for(hp, 10, &status);
 	if (offline < 0) {
 		/* Held up: let the reads go, so that it can finish */
-		release_reads(&self->s);
+		fuse_release_reads(&self->s);
 		waitpid(hp, &status, 0);
 	}
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
@@ -376,7 +193,7 @@ TEST_F_TIMEOUT(fuse, wait_on_an_unanswered_read, SLOW)
 	       variant->by_ioctl ? "ioctl" : "madvise", mmap_took, offline,
 	       reaped);
 	if (reaped < 0) {
-		release_reads(&self->s);
+		fuse_release_reads(&self->s);
 		waitpid(pid, &status, 0);
 	}
 	EXPECT_LE(0, mmap_took);
@@ -387,7 +204,7 @@ TEST_F_TIMEOUT(fuse, wait_on_an_unanswered_read, SLOW)
 	EXPECT_GT(1.0, reaped);
 	/* The worker, told by the kill, does not wait for the answer */
 	EXPECT_TRUE(workers_gone(5));
-	release_reads(&self->s);
+	fuse_release_reads(&self->s);
 	EXPECT_TRUE(workers_gone(10));
 	for (int i = 0; i < 2; i++) {
 		close(go[i]);
@@ -411,7 +228,7 @@ TEST_F_TIMEOUT(fuse, fsuid_changed_while_populating, SLOW)
 	pid_t pid;
 
 	ASSERT_TRUE(workers_gone(30));
-	snprintf(path, sizeof(path), "%s/file", self->dir);
+	fuse_path(&self->s, 0, path, sizeof(path));
 	ASSERT_EQ(0, pipe(tell));
 	self->s.release = !variant->by_ioctl;
 	pid = fork();
@@ -447,7 +264,7 @@ TEST_F_TIMEOUT(fuse, fsuid_changed_while_populating, SLOW)
 	}
 	if (variant->by_ioctl) {
 		ASSERT_EQ(1, read(tell[0], &byte, 1));
-		release_reads(&self->s);
+		fuse_release_reads(&self->s);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))

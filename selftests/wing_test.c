@@ -1,0 +1,1738 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The module's worker threads seen from outside, in the situations a
+ * process's own threads meet: /proc readers walking them while they take
+ * on and drop the caller's memory policy, a SIGKILL in the middle of a
+ * call, a reclaim of idle workers of a process that is stopped or frozen,
+ * a stop or ptrace interrupt during a call, one user's share of the
+ * system's workers, a control block after the file is closed, a cancel
+ * while a worker waits on a file system, unshare(CLONE_NEWUSER) and a
+ * process left with workers only once the workers are idle, and a
+ * userfaultfd handler calling into the file while the request's wait
+ * faults. Wherever it means something, the same is done with
+ * madvise(MADV_POPULATE_WRITE) in a thread of the caller, on an identical
+ * mapping, and timed the same way. Everything is read as an outsider
+ * reads it: /proc/PID/stat and task, waitpid(), cgroup files, pagemap.
+ *
+ * Use-after-free races (the /proc walk, the kill race) pass when nothing
+ * crashes here; KASAN in the debug kernel (make check-debug) is what
+ * catches them, and the test VM fails the run on any splat.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <grp.h>
+#include <numa.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "memprepop_test.h"
+#include "cgroup_helpers.h"
+#include "fuse_helpers.h"
+#include "uffd_helpers.h"
+#include "worker_helpers.h"
+
+#define SLOW	3600
+#define PARAMS	"/sys/module/memprepop/parameters/"
+#define UID_A	65534		/* nobody */
+#define UID_B	65533
+
+#define RETURN_IF_SKIPPED() do { if (_metadata->skip) return; } while (0)
+
+static int open_dev(void)
+{
+	return open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+}
+
+static int ncpus(void)
+{
+	return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* A module parameter changed by a test, put back by its teardown */
+struct param {
+	char name[32];
+	long old;
+	bool set;
+};
+
+static long param_get(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	return read_long(path);
+}
+
+/* Sets parameter @name to @val, the old value kept in @p: 0, or -1 (absent) */
+static int param_set(struct param *p, const char *name, long val)
+{
+	char path[128], buf[32];
+	long old = param_get(name);
+
+	if (old < 0)
+		return -1;
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	snprintf(buf, sizeof(buf), "%ld", val);
+	if (write_file(path, buf))
+		return -1;
+	if (!p->set) {
+		snprintf(p->name, sizeof(p->name), "%s", name);
+		p->old = old;
+		p->set = true;
+	}
+	return 0;
+}
+
+static void params_restore(struct param *p, int nr)
+{
+	while (nr--) {
+		char path[128], buf[32];
+
+		if (!p[nr].set)
+			continue;
+		snprintf(path, sizeof(path), PARAMS "%s", p[nr].name);
+		snprintf(buf, sizeof(buf), "%ld", p[nr].old);
+		write_file(path, buf);
+		p[nr].set = false;
+	}
+}
+
+/* waitpid(@pid) with @flags for up to @secs: the seconds it took, or -1 */
+static double wait_pid(pid_t pid, double secs, int *status, int flags)
+{
+	double t0 = now();
+
+	if (pid <= 0)
+		return -1;
+	for (;;) {
+		pid_t r = waitpid(pid, status, flags | WNOHANG);
+
+		if (r == pid)
+			return now() - t0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (now() - t0 >= secs)
+			return -1;
+		usleep(2000);
+	}
+}
+
+/* SIGKILL, then reaped within @secs: the seconds that took, or -1 */
+static double kill_reap(pid_t pid, double secs, int *status)
+{
+	int st;
+
+	if (pid <= 0)
+		return -1;
+	kill(pid, SIGKILL);
+	return wait_pid(pid, secs, status ? status : &st, 0);
+}
+
+/* Reads @len bytes from @fd within @secs: true when it did */
+static bool read_within(int fd, void *buf, size_t len, double secs)
+{
+	return readable(fd, secs * 1000) && read(fd, buf, len) == (ssize_t)len;
+}
+
+/* Threads of @pid listed in /proc/PID/task (a zombie leader too), or -1 */
+static int task_count(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * Every thread of @pid as /proc shows it, a line each: its name, state,
+ * wchan and kernel stack (root only), for the log of something stuck.
+ */
+static void log_tasks(struct __test_metadata *_metadata, const char *what,
+		      pid_t pid)
+{
+	char path[320];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d) {
+		TH_LOG("%s (%d): gone from /proc", what, pid);
+		return;
+	}
+	while ((e = readdir(d))) {
+		char stat[512] = "", wchan[96] = "", stack[1024] = "", *s;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid,
+			 e->d_name);
+		read_file(path, stat, sizeof(stat));
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan", pid,
+			 e->d_name);
+		read_file(path, wchan, sizeof(wchan));
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stack", pid,
+			 e->d_name);
+		read_file(path, stack, sizeof(stack));
+		for (s = stack; *s; s++)
+			if (*s == '\n')
+				*s = ' ';
+		s = strrchr(stat, ')');
+		if (s)
+			s[1] = 0;
+		TH_LOG("%s: %s state %c wchan %s stack %s", what,
+		       strchr(stat, '(') ?: "?",
+		       s && s[2] ? s[2] : '?', wchan[0] ? wchan : "-",
+		       stack[0] ? stack : "-");
+	}
+	closedir(d);
+}
+
+/* Becomes @uid for good, /proc/self still its own: 0, or -1 */
+static int become_uid(uid_t uid)
+{
+	(void)!setgroups(0, NULL);
+	if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+		return -1;
+	prctl(PR_SET_DUMPABLE, 1);
+	return 0;
+}
+
+/* Can a process of ours become @uid? */
+static bool uid_usable(uid_t uid)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(become_uid(uid) ? 1 : 0);
+	return pid > 0 && waitpid(pid, &status, 0) == pid &&
+	       WIFEXITED(status) && !WEXITSTATUS(status);
+}
+
+/* The calling thread's policy: interleave over every node. 0 or -1 */
+static int interleave_all(void)
+{
+	if (numa_available() < 0)
+		return -1;
+	return set_mempolicy(MPOL_INTERLEAVE, numa_all_nodes_ptr->maskp,
+			     numa_all_nodes_ptr->size + 1);
+}
+
+/* madvise(MADV_POPULATE_WRITE) of a span, in a thread of its own */
+struct span {
+	char *p;
+	size_t len;
+	int ret;
+};
+
+static void *madvise_thread(void *arg)
+{
+	struct span *s = arg;
+
+	s->ret = madvise_populate_write(s->p, s->len);
+	return NULL;
+}
+
+/* The same, in a thread created and joined: 0 or -errno */
+static int madvise_in_thread(char *p, size_t len)
+{
+	struct span s = { .p = p, .len = len };
+	pthread_t tid;
+
+	if (pthread_create(&tid, NULL, madvise_thread, &s))
+		return -EAGAIN;
+	pthread_join(tid, NULL);
+	return s.ret;
+}
+
+FIXTURE(wing)
+{
+	int unused;
+};
+
+FIXTURE_SETUP(wing)
+{
+}
+
+FIXTURE_TEARDOWN(wing)
+{
+}
+
+/*
+ * Finding 1: /proc readers of the workers while they take on and drop
+ * the caller's memory policy. A child loops {mmap 256 MiB, populate it
+ * with one worker, munmap} for 10 s, 512 MiB of its memory touched
+ * beforehand so that each walk of its mm is slow, while a thread of the
+ * test reads smaps_rollup and numa_maps of every thread named
+ * "memprepop/" (the child's own when workers are its threads, any
+ * process's when they are kernel threads). numa_maps takes a reference on
+ * the thread's task policy: a worker that swaps its policy outside
+ * task_lock() frees it under the reader. Passes when nothing crashes and
+ * the child's calls all succeed; KASAN in the debug kernel is what
+ * catches the use-after-free. With the child's policy interleaved over
+ * every node, and left default.
+ */
+FIXTURE(procwalk)
+{
+	int unused;
+};
+
+FIXTURE_VARIANT(procwalk)
+{
+	bool interleave;
+};
+
+FIXTURE_VARIANT_ADD(procwalk, default_policy)
+{
+	.interleave = false,
+};
+
+FIXTURE_VARIANT_ADD(procwalk, interleave)
+{
+	.interleave = true,
+};
+
+FIXTURE_SETUP(procwalk)
+{
+}
+
+FIXTURE_TEARDOWN(procwalk)
+{
+}
+
+/* Reads @path to its end: bytes read, or -1 */
+static ssize_t drain(const char *path)
+{
+	static char buf[64 * 1024];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += n;
+	close(fd);
+	return total;
+}
+
+struct walker {
+	pthread_t tid;
+	pid_t pid;		/* whose threads to walk, 0: all processes' */
+	volatile bool stop;
+	unsigned long files, passes;
+};
+
+/* smaps_rollup and numa_maps of every worker among /proc/@dir/task */
+static void walk_tasks(struct walker *w, const char *dir)
+{
+	char path[300], comm[32];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%s/task", dir);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task/%s/comm", dir,
+			 e->d_name);
+		if (read_file(path, comm, sizeof(comm)) <= 0 ||
+		    strncmp(comm, "memprepop/", 10))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task/%s/smaps_rollup",
+			 dir, e->d_name);
+		w->files += drain(path) >= 0;
+		snprintf(path, sizeof(path), "/proc/%s/task/%s/numa_maps",
+			 dir, e->d_name);
+		w->files += drain(path) >= 0;
+	}
+	closedir(d);
+}
+
+static void *walk(void *arg)
+{
+	struct walker *w = arg;
+	char dir[32];
+
+	while (!w->stop) {
+		if (w->pid) {
+			snprintf(dir, sizeof(dir), "%d", w->pid);
+			walk_tasks(w, dir);
+		} else {
+			DIR *d = opendir("/proc");
+			struct dirent *e;
+
+			while (d && (e = readdir(d)))
+				if (isdigit((unsigned char)e->d_name[0]))
+					walk_tasks(w, e->d_name);
+			if (d)
+				closedir(d);
+		}
+		w->passes++;
+	}
+	return NULL;
+}
+
+static void procwalk_child(bool interleave, double secs)
+{
+	size_t touched = 512 * MiB, len = 256 * MiB;
+	struct memprepop_populate req;
+	int fd = open_dev(), calls = 0;
+	double t0;
+	char *big;
+
+	if (interleave && interleave_all())
+		_exit(2);
+	big = map_anon(touched);
+	if (fd < 0 || !big || madvise_populate_write(big, touched))
+		_exit(3);
+	for (t0 = now(); now() - t0 < secs; calls++) {
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			_exit(4);
+		if (ioc_populate_workers(fd, p, len, 0, 1, &req))
+			_exit(5);
+		munmap(p, len);
+	}
+	dprintf(1, "# %d calls of 256 MiB with 1 worker in %.1f s\n", calls,
+		now() - t0);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
+{
+	struct walker w = { 0 };
+	int status = 0;
+	double took;
+	pid_t pid;
+
+	if (variant->interleave && numa_available() < 0)
+		SKIP(return, "no NUMA memory policies");
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		procwalk_child(variant->interleave, 10);
+	w.pid = workers_are_threads() ? pid : 0;
+	ASSERT_EQ(0, pthread_create(&w.tid, NULL, walk, &w));
+	took = wait_pid(pid, 180, &status, 0);
+	w.stop = true;
+	pthread_join(w.tid, NULL);
+	if (took < 0) {
+		log_tasks(_metadata, "the caller, after 180 s", pid);
+		kill_reap(pid, 30, &status);
+	}
+	TH_LOG("%lu smaps_rollup and numa_maps of workers read in %lu passes over /proc; the caller done after %.1f s",
+	       w.files, w.passes, took);
+	EXPECT_LE(0, took);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x", status);
+	EXPECT_LT(0, w.files);
+	EXPECT_TRUE(workers_gone(10));
+}
+
+/*
+ * Finding 2: SIGKILL lands anywhere in a process's small calls, its file
+ * kept open and its workers kept (before its first call, or after it),
+ * while a thread of the test hogs a CPU: every child is reaped within
+ * 2 s of the kill, and no worker is left once they are all gone. Up to
+ * 300 rounds or 15 s. A use-after-free of a request, a pool or the file
+ * in the race is KASAN's to report, in the debug kernel.
+ */
+struct hog {
+	pthread_t tid;
+	volatile bool stop;
+};
+
+static void *hog_spin(void *arg)
+{
+	struct hog *h = arg;
+
+	while (!h->stop)
+		;
+	return NULL;
+}
+
+/* Calls of 4 to 16 MiB until killed; says so on @ready when it starts */
+static void small_calls(int ready, bool after_first)
+{
+	size_t len = 16 * MiB;
+	struct memprepop_populate req;
+	unsigned int seed = getpid();
+	int fd = open_dev();
+	char *p = map_anon(len);
+
+	if (fd < 0 || !p)
+		_exit(2);
+	if (!after_first && write(ready, "x", 1) != 1)
+		_exit(3);
+	for (;;) {
+		size_t l = (4 + rand_r(&seed) % 13) * MiB;
+
+		if (ioc_populate(fd, p, l, 0, &req))
+			_exit(4);
+		if (after_first && write(ready, "x", 1) != 1)
+			_exit(3);
+		after_first = false;
+		madvise(p, len, MADV_DONTNEED);
+	}
+}
+
+TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
+{
+	unsigned int seed = getpid();
+	int rounds = 0, late = 0, bad = 0;
+	struct hog hog = { 0 };
+	double most = 0, t0;
+
+	ASSERT_TRUE(workers_gone(30));
+	ASSERT_EQ(0, pthread_create(&hog.tid, NULL, hog_spin, &hog));
+	for (t0 = now(); rounds < 300 && now() - t0 < 15; rounds++) {
+		int ready[2], status = 0;
+		double took;
+		char byte;
+		pid_t pid;
+
+		ASSERT_EQ(0, pipe(ready));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			close(ready[0]);
+			small_calls(ready[1], rounds & 1);
+		}
+		close(ready[1]);
+		if (!read_within(ready[0], &byte, 1, 30) && bad < 3)
+			TH_LOG("round %d: the child never called", rounds);
+		close(ready[0]);
+		usleep(rand_r(&seed) % 2001);
+		kill(pid, SIGKILL);
+		took = wait_pid(pid, 2, &status, 0);
+		if (took < 0) {
+			late++;
+			log_tasks(_metadata, "2 s after SIGKILL", pid);
+			took = wait_pid(pid, 60, &status, 0);
+			TH_LOG("round %d: reaped %.1f s later (-1: not in 60 s)",
+			       rounds, took);
+			break;
+		}
+		if (took > most)
+			most = took;
+		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+			if (bad++ < 3)
+				TH_LOG("round %d: status %#x", rounds, status);
+		}
+	}
+	hog.stop = true;
+	pthread_join(hog.tid, NULL);
+	TH_LOG("%d kills in %.1f s beside a CPU hog: the slowest reaped after %.3f s",
+	       rounds, now() - t0, most);
+	EXPECT_EQ(0, late);
+	EXPECT_EQ(0, bad);
+	EXPECT_LE(10, rounds);
+	EXPECT_TRUE(workers_gone(10));
+}
+
+/*
+ * Finding 3: reclaiming a slot never waits for another process's threads.
+ * With max_threads at 2 per CPU, four processes each populate 64 MiB with
+ * all their workers, kept idle (idle_ms raised meanwhile, where it
+ * exists), and each is stopped (SIGSTOP, or its own cgroup frozen) as
+ * soon as its call is done: their idle workers, threads of theirs when
+ * workers are the caller's threads, are stopped with them. From the
+ * third holder on, a call needs slots that only idle workers of stopped
+ * processes hold: each holder's call must return within 10 s, and then
+ * another process's (as another user when it can be, /dev/memprepop
+ * opened before) within 5 s; one that is stuck is reported (its threads'
+ * state and kernel stacks) and SIGKILLed, and must then be reaped within
+ * 2 s. Then the release of a file passed away by its stopped owner: the
+ * receiver's close and exit must not wait for the owner's workers either
+ * (reaped within 2 s). Finally the holders are let go and ended.
+ */
+FIXTURE(holders)
+{
+	struct param params[3];
+	char base[96];		/* the cgroup of the holders' cgroups */
+	char cg[8][112];	/* each process's own, or "" */
+	pid_t pids[8];
+	int nr;
+};
+
+FIXTURE_VARIANT(holders)
+{
+	bool freeze;
+};
+
+FIXTURE_VARIANT_ADD(holders, sigstop)
+{
+	.freeze = false,
+};
+
+FIXTURE_VARIANT_ADD(holders, cgroup_freeze)
+{
+	.freeze = true,
+};
+
+FIXTURE_SETUP(holders)
+{
+	char path[128];
+
+	if (!variant->freeze)
+		return;
+	snprintf(self->base, sizeof(self->base), CGROOT "/mpp-wing-%d",
+		 getpid());
+	if (access(CGROOT "/cgroup.controllers", F_OK) ||
+	    mkdir(self->base, 0755)) {
+		self->base[0] = 0;
+		SKIP(return, "no writable cgroup2 at " CGROOT);
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", self->base);
+	if (access(path, W_OK))
+		SKIP(return, "no cgroup v2 freezer (cgroup.freeze)");
+}
+
+/* Frozen (or thawed) as cgroup.events says: seconds, or -1 after @limit */
+static double cg_freeze(const char *cg, const char *val, double limit)
+{
+	double t0 = now();
+
+	if (cg_write(cg, "cgroup.freeze", val))
+		return -1;
+	while (cg_read(cg, "cgroup.events", "frozen") != atoi(val)) {
+		if (now() - t0 > limit)
+			return -1;
+		usleep(1000);
+	}
+	return now() - t0;
+}
+
+FIXTURE_TEARDOWN(holders)
+{
+	for (int i = 0; i < self->nr; i++)
+		if (self->pids[i] > 0)
+			kill(self->pids[i], SIGKILL);
+	for (int i = 0; i < self->nr; i++) {
+		if (self->cg[i][0])
+			cg_freeze(self->cg[i], "0", 5);
+		if (self->pids[i] > 0)
+			kill(self->pids[i], SIGCONT);
+	}
+	for (int i = 0; i < self->nr; i++) {
+		if (self->pids[i] > 0)
+			wait_pid(self->pids[i], 30, NULL, 0);
+		if (self->cg[i][0])
+			rmdir(self->cg[i]);
+	}
+	if (self->base[0])
+		rmdir(self->base);
+	params_restore(self->params, 3);
+}
+
+/*
+ * A holder: in cgroup @cg if any, populates 64 MiB with all its workers,
+ * kept; passes its file on @sock (and closes its own) if asked; reports
+ * {errno, workers} on @report, then sleeps until killed.
+ */
+static void holder(const char *cg, int report, int sock)
+{
+	struct memprepop_populate req = { 0 };
+	size_t len = 64 * MiB;
+	char pid[16], *p;
+	int rep[2], fd;
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (cg && cg_write(cg, "cgroup.procs", pid))
+		_exit(2);
+	interleave_all();	/* workers for every node's CPUs */
+	fd = open_dev();
+	p = map_anon(len);
+	if (fd < 0 || !p)
+		_exit(3);
+	rep[0] = ioc_populate(fd, p, len, 0, &req);
+	rep[1] = req.workers;
+	if (sock >= 0 && (send_fd(sock, fd) || close(fd)))
+		_exit(4);
+	if (write(report, rep, sizeof(rep)) != sizeof(rep))
+		_exit(5);
+	for (;;)
+		pause();
+}
+
+/* A process of the test's, in a cgroup of its own with @freeze */
+static pid_t holder_start(FIXTURE_DATA(holders) *self, bool freeze,
+			  int report, int sock)
+{
+	int i = self->nr;
+	pid_t pid;
+
+	if (freeze) {
+		snprintf(self->cg[i], sizeof(self->cg[i]), "%s/h%d",
+			 self->base, i);
+		if (mkdir(self->cg[i], 0755)) {
+			self->cg[i][0] = 0;
+			return -1;
+		}
+	}
+	pid = fork();
+	if (!pid)
+		holder(self->cg[i][0] ? self->cg[i] : NULL, report, sock);
+	if (pid > 0)
+		self->pids[self->nr++] = pid;
+	return pid;
+}
+
+/* Stops process @i: seconds until it shows stopped, or -1 after 5 s */
+static double hold_still(FIXTURE_DATA(holders) *self, int i)
+{
+	int status = 0;
+	double took;
+
+	if (self->cg[i][0])
+		return cg_freeze(self->cg[i], "1", 5);
+	kill(self->pids[i], SIGSTOP);
+	took = wait_pid(self->pids[i], 5, &status, WUNTRACED);
+	return took >= 0 && WIFSTOPPED(status) ? took : -1;
+}
+
+/* Lets every holder go on, ends them: how many were not reaped in 10 s */
+static int holders_end(FIXTURE_DATA(holders) *self)
+{
+	int late = 0;
+
+	for (int i = 0; i < self->nr; i++) {
+		if (self->cg[i][0])
+			cg_freeze(self->cg[i], "0", 5);
+		if (self->pids[i] > 0) {
+			kill(self->pids[i], SIGCONT);
+			kill(self->pids[i], SIGTERM);
+		}
+	}
+	for (int i = 0; i < self->nr; i++) {
+		if (self->pids[i] <= 0)
+			continue;
+		if (wait_pid(self->pids[i], 10, NULL, 0) < 0)
+			late++;
+		else
+			self->pids[i] = 0;
+	}
+	return late;
+}
+
+/*
+ * Waits up to @secs for process @i to exit 0; when stuck, logs it,
+ * SIGKILLs it and expects it reaped within 2 s. Seconds taken, or -1.
+ */
+static double must_return(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(holders) *self, int i, double secs,
+			  const char *what)
+{
+	int status = 0;
+	double took = wait_pid(self->pids[i], secs, &status, 0), reaped;
+
+	if (took >= 0) {
+		self->pids[i] = 0;
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("%s: status %#x", what, status);
+		return took;
+	}
+	log_tasks(_metadata, what, self->pids[i]);
+	reaped = kill_reap(self->pids[i], 2, &status);
+	TH_LOG("%s: stuck after %.0f s, reaped %.3f s after SIGKILL (-1: not within 2 s)",
+	       what, secs, reaped);
+	EXPECT_LE(0, reaped);
+	if (reaped >= 0)
+		self->pids[i] = 0;
+	return -1;
+}
+
+/* Another process: 64 MiB with all its workers, as @uid if it can be */
+static void reclaimer(bool other_uid)
+{
+	struct memprepop_populate req;
+	size_t len = 64 * MiB;
+	int fd = open_dev(), ret;
+	double t0;
+	char *p;
+
+	interleave_all();
+	if (fd < 0 || (other_uid && become_uid(UID_A)))
+		_exit(2);
+	p = map_anon(len);
+	if (!p)
+		_exit(2);
+	t0 = now();
+	ret = ioc_populate(fd, p, len, 0, &req);
+	dprintf(1, "# the other process's call: %d in %.3f s, %u workers\n",
+		ret, now() - t0, req.workers);
+	_exit(ret ? 3 : present_pages(p, len) != len / page_size() ? 4 : 0);
+}
+
+TEST_F_TIMEOUT(holders, reclaim_behind_stopped_holders_returns, SLOW)
+{
+	int ncpu = ncpus(), workers[4] = { -1, -1, -1, -1 }, report[2];
+	bool other_uid = uid_usable(UID_A);
+	double took;
+	pid_t pid;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_TRUE(workers_gone(30));
+	ASSERT_EQ(0, param_set(&self->params[0], "max_threads", 2 * ncpu));
+	/* The holders, root's, may fill it: a per-user bound is not tested here */
+	param_set(&self->params[1], "max_user_threads", 2 * ncpu);
+	param_set(&self->params[2], "idle_ms", 60000);
+	ASSERT_EQ(0, pipe(report));
+	for (int i = 0; i < 4; i++) {
+		char what[64];
+		int rep[2];
+
+		snprintf(what, sizeof(what), "holder %d", i);
+		pid = holder_start(self, variant->freeze, report[1], -1);
+		ASSERT_LE(0, pid);
+		if (!read_within(report[0], rep, sizeof(rep), 10)) {
+			must_return(_metadata, self, i, 0, what);
+			EXPECT_TRUE(false) TH_LOG("%s: its call not done in 10 s",
+						  what);
+			continue;
+		}
+		EXPECT_EQ(0, rep[0]);
+		workers[i] = rep[1];
+		EXPECT_LE(0, hold_still(self, i))
+			TH_LOG("%s: not stopped within 5 s", what);
+	}
+	TH_LOG("bound %d; holders' workers %d %d %d %d; %d workers alive; %s",
+	       2 * ncpu, workers[0], workers[1], workers[2], workers[3],
+	       scan_workers(NULL, 0), other_uid ? "the other process is uid "
+	       "65534" : "the other process is root");
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		reclaimer(other_uid);
+	self->pids[self->nr++] = pid;
+	took = must_return(_metadata, self, self->nr - 1, 5,
+			   "the other process");
+	TH_LOG("the other process returned after %.3f s (-1: not within 5 s)",
+	       took);
+	EXPECT_LE(0, took);
+	EXPECT_EQ(0, holders_end(self));
+	EXPECT_TRUE(workers_gone(30));
+}
+
+/* The receiver of a passed file: closes it and exits when told */
+static void receiver(int sock, int got, int go)
+{
+	int fd = recv_fd(sock);
+	char byte;
+
+	if (fd < 0 || write(got, "x", 1) != 1 || read(go, &byte, 1) != 1)
+		_exit(2);
+	close(fd);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(holders, close_of_a_passed_file_behind_a_stopped_owner_returns,
+	       SLOW)
+{
+	int sv[2], report[2], got[2], go[2], rep[2] = { -1, -1 };
+	double took, stopped = -1;
+	char byte;
+	pid_t pid;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_TRUE(workers_gone(30));
+	param_set(&self->params[2], "idle_ms", 60000);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	ASSERT_EQ(0, pipe(report));
+	ASSERT_EQ(0, pipe(got));
+	ASSERT_EQ(0, pipe(go));
+	/* The owner: populates, passes the file on, keeps its workers */
+	pid = holder_start(self, variant->freeze, report[1], sv[0]);
+	ASSERT_LE(0, pid);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		receiver(sv[1], got[1], go[0]);
+	self->pids[self->nr++] = pid;
+	ASSERT_TRUE(read_within(report[0], rep, sizeof(rep), 30));
+	EXPECT_EQ(0, rep[0]);
+	ASSERT_TRUE(read_within(got[0], &byte, 1, 30));
+	stopped = hold_still(self, 0);
+	EXPECT_LE(0, stopped) TH_LOG("the owner not stopped within 5 s");
+	TH_LOG("the owner kept %d workers, stopped after %.3f s; %d workers alive",
+	       rep[1], stopped, scan_workers(NULL, 0));
+	/* The receiver holds the last reference: its close releases it */
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	took = must_return(_metadata, self, 1, 2, "the receiver");
+	TH_LOG("the receiver closed and was reaped after %.3f s (-1: not within 2 s)",
+	       took);
+	EXPECT_LE(0, took);
+	EXPECT_EQ(0, holders_end(self));
+	EXPECT_TRUE(workers_gone(30));
+}
+
+/*
+ * Finding 4: a stop during a call is reported as for any thread waiting
+ * in the kernel. A child populates, and the parent stops it 200 ms into
+ * the call: waitpid() must report the stop within 2 s, whether the call
+ * is synchronous, the stop lands in MEMPREPOP_IOC_WAIT of a background
+ * request, a SIGUSR1 with a handler (no SA_RESTART) comes first, or a
+ * tracer's PTRACE_INTERRUPT traps the calling thread (PTRACE_EVENT_STOP).
+ * Resumed, the call must return 0 (never EINTR: only a fatal signal
+ * interrupts it) with every page present. The same with madvise() in a
+ * thread of the child (in the calling thread itself for ptrace) is timed
+ * for comparison: its stop is only reported once madvise() is done.
+ *
+ * What is populated makes the call last: with kernel-thread workers a
+ * FUSE file whose READs are held 3 s (the module ends a kernel thread's
+ * killable wait; a call of anonymous memory is over in about a second
+ * here); with workers that are the caller's threads 512 MiB of anonymous
+ * memory, interleaved (a worker per node's CPU), since such a worker
+ * joins a group stop between chunks only, as a madvise() thread does
+ * between calls: one waiting on a held READ would hold the stop up 3 s
+ * whatever the module does.
+ */
+enum stop_how { STOP_SYNC, STOP_BACKGROUND, STOP_SIGUSR1, STOP_PTRACE };
+
+#define STOP_ANON_LEN	(512 * MiB)
+#define STOP_FUSE_LEN	(16 * MiB)
+
+FIXTURE(stop)
+{
+	struct fuse_server s;
+	bool fuse;
+};
+
+FIXTURE_VARIANT(stop)
+{
+	enum stop_how how;
+	const char *what;
+};
+
+FIXTURE_VARIANT_ADD(stop, sync)
+{
+	.how = STOP_SYNC,
+	.what = "SIGSTOP",
+};
+
+FIXTURE_VARIANT_ADD(stop, background_wait)
+{
+	.how = STOP_BACKGROUND,
+	.what = "SIGSTOP in the wait",
+};
+
+FIXTURE_VARIANT_ADD(stop, sigusr1_first)
+{
+	.how = STOP_SIGUSR1,
+	.what = "SIGUSR1 then SIGSTOP",
+};
+
+FIXTURE_VARIANT_ADD(stop, ptrace_interrupt)
+{
+	.how = STOP_PTRACE,
+	.what = "PTRACE_INTERRUPT",
+};
+
+FIXTURE_SETUP(stop)
+{
+	self->s.fd = -1;
+	/* Without FUSE, anonymous memory: a weaker test, but a test */
+	if (!workers_are_threads())
+		self->fuse = !fuse_server_start(&self->s, "wing");
+}
+
+FIXTURE_TEARDOWN(stop)
+{
+	if (self->s.fd < 0)
+		return;
+	fuse_release_reads(&self->s);
+	fuse_server_stop(&self->s);
+}
+
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig)
+{
+	usr1_seen++;
+}
+
+/* Populates file @path (NULL: anonymous memory) one way or another */
+static void stop_child(enum stop_how how, bool by_ioctl, const char *path,
+		       int ready)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
+	struct memprepop_populate req = { 0 };
+	size_t len = path ? STOP_FUSE_LEN : STOP_ANON_LEN;
+	int fd = open_dev(), ret, result = 0;
+	char *p = NULL;
+
+	interleave_all();
+	if (path) {
+		int ffd = open(path, O_RDONLY);
+
+		if (ffd >= 0)
+			p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE, ffd, 0);
+		p = p == MAP_FAILED ? NULL : p;
+	} else {
+		p = map_anon(len);
+		if (p)
+			madvise(p, len, MADV_NOHUGEPAGE);
+	}
+	if (fd < 0 || !p || sigaction(SIGUSR1, &sa, NULL) ||
+	    write(ready, "x", 1) != 1)
+		_exit(2);
+	if (!by_ioctl && how == STOP_PTRACE) {
+		ret = madvise_populate_write(p, len);
+	} else if (!by_ioctl) {
+		ret = madvise_in_thread(p, len);
+	} else if (how == STOP_BACKGROUND) {
+		ret = ioc_populate(fd, p, len, MEMPREPOP_F_BACKGROUND, &req);
+		if (!ret)
+			ret = bg_wait(fd, 0, &result);
+	} else {
+		ret = ioc_populate(fd, p, len, 0, &req);
+	}
+	dprintf(1, "# %s: %d (result %d), %llu populated, %u workers, SIGUSR1 handled %d times\n",
+		by_ioctl ? "ioctl" : "madvise", ret, result,
+		(unsigned long long)req.populated, req.workers, usr1_seen);
+	if (ret || result)
+		_exit(3);
+	if (by_ioctl && req.populated != len)
+		_exit(4);
+	if (present_pages(p, len) != len / page_size())
+		_exit(5);
+	if (how == STOP_SIGUSR1 && !usr1_seen)
+		_exit(6);
+	_exit(0);
+}
+
+struct stop_run {
+	double stop;		/* from the stop to its report, -1: none */
+	double done;		/* from the resume to the exit, -1: none */
+	bool right_stop;	/* the stop reported is the one asked for */
+	int status;
+	int seize_errno;
+};
+
+/* Stops @pid 200 ms into its call, resumes it: what waitpid() saw, when */
+static void stop_and_resume(pid_t pid, enum stop_how how, double stop_limit,
+			    int ready, struct stop_run *r)
+{
+	int st = 0;
+	char byte;
+
+	if (how == STOP_PTRACE && ptrace(PTRACE_SEIZE, pid, 0, 0)) {
+		r->seize_errno = errno;
+		goto kill;
+	}
+	if (!read_within(ready, &byte, 1, 60))
+		goto kill;
+	usleep(200 * 1000);
+	if (how == STOP_SIGUSR1)
+		kill(pid, SIGUSR1);
+	if (how == STOP_PTRACE)
+		ptrace(PTRACE_INTERRUPT, pid, 0, 0);
+	else
+		kill(pid, SIGSTOP);
+	r->stop = wait_pid(pid, stop_limit, &st, WUNTRACED | __WALL);
+	if (r->stop >= 0 && !WIFSTOPPED(st)) {
+		r->stop = -1;		/* gone without stopping */
+		r->status = st;
+		return;
+	}
+	if (r->stop >= 0) {
+		r->right_stop = how == STOP_PTRACE ?
+				st >> 16 == PTRACE_EVENT_STOP :
+				WSTOPSIG(st) == SIGSTOP;
+	} else if (how == STOP_PTRACE) {
+		/* Not in time: a tracee stops when it can, then detached */
+		if (wait_pid(pid, 120, &st, __WALL) < 0)
+			goto kill;
+		if (!WIFSTOPPED(st)) {
+			r->status = st;
+			return;
+		}
+	}
+	/* SIGCONT also ends a stop not reported in time */
+	if (how == STOP_PTRACE)
+		ptrace(PTRACE_DETACH, pid, 0, 0);
+	else
+		kill(pid, SIGCONT);
+	r->done = wait_pid(pid, 120, &st, 0);
+	if (r->done >= 0) {
+		r->status = st;
+		return;
+	}
+kill:
+	kill_reap(pid, 30, &st);
+	r->status = st;
+}
+
+/* A child stopped 200 ms into its call, by the ioctl or by madvise() */
+static void stop_run(enum stop_how how, bool by_ioctl, const char *path,
+		     double stop_limit, struct stop_run *r)
+{
+	int ready[2];
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	r->stop = r->done = -1;
+	r->status = -1;
+	if (pipe(ready))
+		return;
+	pid = fork();
+	if (!pid) {
+		close(ready[0]);
+		stop_child(how, by_ioctl, path, ready[1]);
+	}
+	close(ready[1]);
+	if (pid > 0)
+		stop_and_resume(pid, how, stop_limit, ready[0], r);
+	close(ready[0]);
+}
+
+TEST_F_TIMEOUT(stop, stop_during_a_call_is_reported_promptly, SLOW)
+{
+	char ref_path[96], ioc_path[96], *ref_file = NULL, *ioc_file = NULL;
+	struct stop_run ref, ioc;
+
+	ASSERT_TRUE(workers_gone(30));
+	if (self->fuse) {
+		ref_file = fuse_path(&self->s, 1, ref_path, sizeof(ref_path));
+		ioc_file = fuse_path(&self->s, 2, ioc_path, sizeof(ioc_path));
+		fuse_hold(&self->s, 3000);
+	}
+	stop_run(variant->how, false, ref_file, 60, &ref);
+	if (ref.seize_errno)
+		SKIP(return, "PTRACE_SEIZE: %s", strerror(ref.seize_errno));
+	ASSERT_TRUE(workers_gone(30));
+	if (self->fuse)
+		fuse_hold(&self->s, 3000);
+	stop_run(variant->how, true, ioc_file, 10, &ioc);
+	TH_LOG("%s at 0.2 s into populating %s: with madvise() the stop reported after %.3f s, the exit %.3f s after the resume; with the ioctl %.3f s (-1: not within 10 s), %.3f s",
+	       variant->what, self->fuse ? "a FUSE file held 3 s" :
+	       "512 MiB", ref.stop, ref.done, ioc.stop, ioc.done);
+	EXPECT_TRUE(WIFEXITED(ref.status) && !WEXITSTATUS(ref.status))
+		TH_LOG("madvise: status %#x", ref.status);
+	EXPECT_LE(0, ioc.stop);
+	EXPECT_GE(2.0, ioc.stop);
+	EXPECT_TRUE(ioc.right_stop);
+	EXPECT_TRUE(WIFEXITED(ioc.status) && !WEXITSTATUS(ioc.status))
+		TH_LOG("ioctl: status %#x", ioc.status);
+	EXPECT_TRUE(workers_gone(30));
+}
+
+/*
+ * Findings 5, 6 and 7: workers waiting on a file system that does not
+ * answer, a FUSE file of the test's own server (fuse_helpers.h).
+ */
+FIXTURE(held)
+{
+	struct fuse_server s;
+	struct param params[3];
+	pid_t pids[8];
+	int nr;
+};
+
+FIXTURE_SETUP(held)
+{
+	int ret = fuse_server_start(&self->s, "wing");
+
+	if (ret == -ENODEV)
+		SKIP(return, "no /dev/fuse");
+	ASSERT_EQ(0, ret);
+}
+
+FIXTURE_TEARDOWN(held)
+{
+	for (int i = 0; i < self->nr; i++)
+		if (self->pids[i] > 0)
+			kill(self->pids[i], SIGKILL);
+	if (self->s.fd >= 0)
+		fuse_release_reads(&self->s);
+	for (int i = 0; i < self->nr; i++)
+		if (self->pids[i] > 0)
+			wait_pid(self->pids[i], 30, NULL, 0);
+	fuse_server_stop(&self->s);
+	params_restore(self->params, 3);
+}
+
+/* File @n of the mount mapped private and writable, @len bytes, or NULL */
+static char *map_fuse(struct fuse_server *s, int n, size_t len)
+{
+	char path[96], *p;
+	int fd = open(fuse_path(s, n, path, sizeof(path)), O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Finding 5: one user's processes cannot take every worker of the
+ * system. Four processes of uid 65534 each start a background request of
+ * a FUSE file (interleaved: a worker per CPU wanted, max_workers the
+ * CPUs) whose READs are held until released, so their workers stay at
+ * work. Then a process of uid 65533 populates 64 MiB of anonymous memory,
+ * interleaved, with the module's choice of workers: it must get as many
+ * as it gets alone (its full per-process share: a worker per CPU), since
+ * the module bounds each user to half of max_threads (max_user_threads 0)
+ * and max_threads is 4 per CPU. The holders map the file private: each
+ * page is read from the file before it is copied, so the populate waits
+ * on the held READ as a shared mapping's would, and nothing is ever
+ * written back to the server.
+ */
+static void reads_holder(struct fuse_server *s, int n, unsigned int workers,
+			 int report, int hold)
+{
+	struct memprepop_populate req;
+	size_t len = FUSE_FILE_SIZE;
+	int fd, ret, result;
+	char byte, *p;
+
+	interleave_all();
+	p = map_fuse(s, n, len);
+	fd = open_dev();
+	if (!p || fd < 0 || become_uid(UID_A))
+		_exit(2);
+	ret = ioc_populate_workers(fd, p, len, MEMPREPOP_F_BACKGROUND, workers,
+				   &req);
+	if (write(report, &ret, sizeof(ret)) != sizeof(ret))
+		_exit(3);
+	if (read(hold, &byte, 1) != 1 || ret)
+		_exit(4);
+	if (bg_wait(fd, 0, &result))
+		_exit(5);
+	dprintf(1, "# uid %d's request: %d, %u workers\n", UID_A, result,
+		req.workers);
+	_exit(result ? 6 : 0);
+}
+
+/* Uid 65533's call of 64 MiB: how many workers it had, or -1 */
+static int workers_of_uid_b(void)
+{
+	int rep[2], res = -1, status;
+	pid_t pid;
+
+	if (pipe(rep))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct memprepop_populate req;
+		size_t len = 64 * MiB;
+		int fd = open_dev(), out;
+		char *p;
+
+		interleave_all();
+		if (fd < 0 || become_uid(UID_B))
+			_exit(2);
+		p = map_anon(len);
+		if (!p)
+			_exit(2);
+		out = ioc_populate(fd, p, len, 0, &req) ? -1 : (int)req.workers;
+		_exit(write(rep[1], &out, sizeof(out)) == sizeof(out) ? 0 : 3);
+	}
+	close(rep[1]);
+	if (!read_within(rep[0], &res, sizeof(res), 60))
+		res = -1;
+	close(rep[0]);
+	if (wait_pid(pid, 10, &status, 0) < 0)
+		kill_reap(pid, 30, NULL);
+	return res;
+}
+
+/* Waits until the workers alive stay as many for 1 s (15 s at most) */
+static int settled_workers(void)
+{
+	int n = scan_workers(NULL, 0), last = n;
+	double t0 = now(), since = t0;
+
+	while (now() - t0 < 15 && now() - since < 1) {
+		usleep(100 * 1000);
+		n = scan_workers(NULL, 0);
+		if (n != last) {
+			last = n;
+			since = now();
+		}
+	}
+	return n;
+}
+
+TEST_F_TIMEOUT(held, second_user_gets_its_share_while_another_holds_workers,
+	       SLOW)
+{
+	int ncpu = ncpus(), hold[2], report[2], alone, beside, busy, status;
+	long max_threads = param_get("max_threads");
+	long max_user = param_get("max_user_threads");
+
+	RETURN_IF_SKIPPED();
+	if (!uid_usable(UID_A) || !uid_usable(UID_B))
+		SKIP(return, "cannot become uids %d and %d", UID_A, UID_B);
+	ASSERT_LE(0, max_threads);
+	if (max_threads && max_threads != 4 * ncpu)
+		ASSERT_EQ(0, param_set(&self->params[0], "max_threads",
+				       4 * ncpu));
+	if (max_user > 0)
+		ASSERT_EQ(0, param_set(&self->params[1], "max_user_threads",
+				       0));
+	ASSERT_TRUE(workers_gone(30));
+	alone = workers_of_uid_b();
+	ASSERT_LE(1, alone);
+	ASSERT_TRUE(workers_gone(30));
+
+	fuse_hold(&self->s, 0);
+	ASSERT_EQ(0, pipe(hold));
+	ASSERT_EQ(0, pipe(report));
+	for (int i = 0; i < 4; i++) {
+		pid_t pid = fork();
+		int ret = -1;
+
+		ASSERT_LE(0, pid);
+		if (!pid)
+			reads_holder(&self->s, 1 + i, ncpu, report[1], hold[0]);
+		self->pids[self->nr++] = pid;
+		ASSERT_TRUE(read_within(report[0], &ret, sizeof(ret), 30));
+		EXPECT_EQ(0, ret);
+	}
+	busy = settled_workers();
+	beside = workers_of_uid_b();
+	TH_LOG("max_threads %ld (0: 4 per CPU), max_user_threads %ld, %d CPUs: uid %d alone had %d workers; beside 4 processes of uid %d holding %d workers (%u READs held) it had %d",
+	       max_threads, max_user, ncpu, UID_B, alone, UID_A, busy,
+	       self->s.nr_held, beside);
+	EXPECT_EQ(alone, beside);
+
+	fuse_release_reads(&self->s);
+	ASSERT_EQ(4, write(hold[1], "xxxx", 4));
+	for (int i = 0; i < self->nr; i++) {
+		double took = wait_pid(self->pids[i], 120, &status, 0);
+
+		EXPECT_LE(0, took);
+		if (took < 0)
+			continue;
+		self->pids[i] = 0;
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("holder %d: status %#x", i, status);
+	}
+}
+
+/*
+ * Finding 6: a background request's @control is the caller's memory only
+ * while the request is: a FUSE file whose READs are held 3 s is mapped
+ * and populated in the background with @control; the file is closed at
+ * 300 ms (which cancels the request), a canary written over the whole
+ * control block, and 4 s later (the READs answered, the worker past its
+ * fault) the canary must be intact: nothing is written there once the
+ * file is gone.
+ */
+TEST_F_TIMEOUT(held, control_untouched_after_close, SLOW)
+{
+	struct bg {
+		struct memprepop_populate req;
+		struct memprepop_control ctl;
+	} *bg;
+	struct memprepop_control canary;
+	size_t len = 16 * MiB;
+	unsigned int reads;
+	double t0;
+	char *p;
+	int fd;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_TRUE(workers_gone(30));
+	bg = map_anon(page_size());
+	ASSERT_NE(NULL, bg);
+	memset(bg, 0, page_size());	/* present: a worker may write it */
+	p = map_fuse(&self->s, 1, len);
+	ASSERT_NE(NULL, p);
+	fd = open_dev();
+	ASSERT_LE(0, fd);
+	fuse_hold(&self->s, 3000);
+	bg->req.addr = (uintptr_t)p;
+	bg->req.len = len;
+	bg->req.flags = MEMPREPOP_F_BACKGROUND;
+	bg->req.control = (uintptr_t)&bg->ctl;
+	t0 = now();
+	ASSERT_EQ(0, ioctl(fd, MEMPREPOP_IOC_POPULATE, &bg->req));
+	while (now() - t0 < 0.3)
+		usleep(10 * 1000);
+	reads = self->s.reads;
+	close(fd);
+	memset(&canary, 0x5a, sizeof(canary));
+	memcpy(&bg->ctl, &canary, sizeof(canary));
+	usleep(4000 * 1000);
+	TH_LOG("%u READs at the close; 4 s later control is done %#llx cancel %#x __reserved %#x (canary: 0x5a each byte)",
+	       reads, (unsigned long long)bg->ctl.done, bg->ctl.cancel,
+	       bg->ctl.__reserved);
+	EXPECT_EQ(0, memcmp(&canary, &bg->ctl, sizeof(canary)));
+	EXPECT_TRUE(workers_gone(10));
+	munmap(p, len);
+	munmap(bg, page_size());
+}
+
+/*
+ * Finding 7: a cancel ends a call whose worker waits on a READ that is
+ * never answered (until the test gives up on it, 5 s after the cancel):
+ * a thread of the caller sets control->cancel 200 ms into a synchronous
+ * call over a FUSE file, and the call must fail with ECANCELED within
+ * 1 s of it (the documentation promises 100 ms plus a batch), with
+ * populated (and control->done) the present prefix of the range.
+ * madvise() has no cancel: nothing to compare with.
+ */
+struct canceller {
+	struct memprepop_control *ctl;
+	struct fuse_server *s;
+	double start, at;
+	volatile bool returned;
+};
+
+static void *cancel_at_200ms(void *arg)
+{
+	struct canceller *c = arg;
+
+	while (now() - c->start < 0.2)
+		usleep(1000);
+	c->at = now();
+	__atomic_store_n(&c->ctl->cancel, 1, __ATOMIC_SEQ_CST);
+	while (!c->returned && now() - c->at < 5)
+		usleep(1000);
+	fuse_release_reads(c->s);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(held, cancel_of_a_held_call_returns_promptly, SLOW)
+{
+	struct memprepop_populate req = { 0 };
+	struct canceller c = { 0 };
+	size_t len = 16 * MiB, prefix;
+	double returned;
+	pthread_t tid;
+	int fd, ret;
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_TRUE(workers_gone(30));
+	c.ctl = map_anon(page_size());
+	ASSERT_NE(NULL, c.ctl);
+	memset(c.ctl, 0, page_size());
+	p = map_fuse(&self->s, 2, len);
+	ASSERT_NE(NULL, p);
+	fd = open_dev();
+	ASSERT_LE(0, fd);
+	fuse_hold(&self->s, 0);
+	c.s = &self->s;
+	req.addr = (uintptr_t)p;
+	req.len = len;
+	req.control = (uintptr_t)c.ctl;
+	c.start = now();
+	ASSERT_EQ(0, pthread_create(&tid, NULL, cancel_at_200ms, &c));
+	ret = ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
+	returned = now();
+	prefix = present_prefix(p, len);
+	c.returned = true;
+	pthread_join(tid, NULL);
+	TH_LOG("cancelled at %.3f s: %s %.3f s after the cancel, %llu populated, %zu present from the start, done %llu, %u workers",
+	       c.at - c.start, strerror(-ret), returned - c.at,
+	       (unsigned long long)req.populated, prefix,
+	       (unsigned long long)c.ctl->done, req.workers);
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_LT(0, c.at);
+	EXPECT_GT(1.0, returned - c.at);
+	EXPECT_EQ(prefix, req.populated);
+	EXPECT_EQ(req.populated, c.ctl->done);
+	close(fd);
+	munmap(p, len);
+}
+
+/*
+ * Finding 9: idle workers do not keep a process multi-threaded for good.
+ * A single-threaded child populates 16 MiB, its file open and its workers
+ * kept; once they have been idle for idle_ms (a module parameter, which
+ * must exist) they stop, /proc/self/task is down to the one thread, and
+ * unshare(CLONE_NEWUSER) (refused to a multi-threaded process) succeeds.
+ * The same after madvise() in a thread that was joined succeeds at once;
+ * where it does not, the kernel forbids it anyway: skipped.
+ */
+static int try_unshare(void)
+{
+	return unshare(CLONE_NEWUSER) ? errno : 0;
+}
+
+TEST_F_TIMEOUT(wing, unshare_user_ns_once_idle_workers_are_gone, SLOW)
+{
+	long idle_ms = param_get("idle_ms");
+	double limit = (idle_ms < 0 ? 1000 : idle_ms) / 1000.0 + 2;
+	int status;
+	pid_t pid;
+
+	EXPECT_LE(0, idle_ms)
+		TH_LOG("no idle_ms parameter: kept workers never stop while the file is open");
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		size_t len = 16 * MiB;
+		char *p = map_anon(len);
+
+		if (!p || madvise_in_thread(p, len))
+			_exit(200);
+		_exit(try_unshare());
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_NE(200, WEXITSTATUS(status));
+	if (WEXITSTATUS(status))
+		SKIP(return, "unshare(CLONE_NEWUSER) after a joined madvise() thread: %s",
+		     strerror(WEXITSTATUS(status)));
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct memprepop_populate req;
+		size_t len = 16 * MiB;
+		int fd = open_dev(), err, threads;
+		char *p = map_anon(len);
+		double t0;
+
+		if (fd < 0 || !p || ioc_populate(fd, p, len, 0, &req))
+			_exit(200);
+		t0 = now();
+		while ((threads = task_count(getpid())) > 1 &&
+		       now() - t0 < limit)
+			usleep(10 * 1000);
+		err = try_unshare();
+		dprintf(1, "# %u workers; %d threads %.3f s after the call; unshare(CLONE_NEWUSER): %s\n",
+			req.workers, threads, now() - t0, strerror(err));
+		_exit(err);
+	}
+	ASSERT_LE(0, wait_pid(pid, limit + 60, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_NE(200, WEXITSTATUS(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("unshare(CLONE_NEWUSER) with the file open: %s",
+		       strerror(WEXITSTATUS(status)));
+}
+
+/*
+ * Finding 10: a process whose every user thread has exited is not kept
+ * alive by its idle workers. A child passes its file to the test (which
+ * keeps it open), populates 16 MiB with workers kept, then its only user
+ * thread leaves with SYS_exit: the leader a zombie, the workers (its
+ * threads, when they are the caller's) idle. It must be reaped within
+ * idle_ms + 2 s. The same with madvise() in a thread it joined first is
+ * reaped at once.
+ */
+static double leave_by_sys_exit(struct __test_metadata *_metadata,
+				bool by_ioctl, double limit)
+{
+	int sv[2], fd, status = 0, threads;
+	double took;
+	char byte;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct memprepop_populate req;
+		size_t len = 16 * MiB;
+		int dev = open_dev();
+		char *p = map_anon(len);
+
+		close(sv[0]);
+		if (!p || dev < 0 || send_fd(sv[1], dev))
+			_exit(2);
+		if (by_ioctl ? ioc_populate(dev, p, len, 0, &req) :
+		    madvise_in_thread(p, len))
+			_exit(3);
+		if (write(sv[1], "x", 1) != 1)
+			_exit(4);
+		syscall(SYS_exit, 0);
+	}
+	close(sv[1]);
+	fd = recv_fd(sv[0]);
+	if (fd < 0 || !read_within(sv[0], &byte, 1, 60)) {
+		kill_reap(pid, 30, NULL);
+		close(sv[0]);
+		return -1;
+	}
+	usleep(50 * 1000);
+	threads = task_count(pid);
+	took = wait_pid(pid, limit - 0.05, &status, 0);
+	if (took >= 0) {
+		took += 0.05;
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+			TH_LOG("status %#x", status);
+	} else {
+		log_tasks(_metadata, "left with workers only", pid);
+		close(fd);
+		fd = -1;
+		if (wait_pid(pid, 10, &status, 0) < 0)
+			kill_reap(pid, 30, NULL);
+	}
+	TH_LOG("%s: %d threads listed 50 ms after the last user thread left; reaped after %.3f s (-1: not within %.1f s)",
+	       by_ioctl ? "ioctl" : "madvise", threads, took, limit);
+	if (fd >= 0)
+		close(fd);
+	close(sv[0]);
+	return took;
+}
+
+TEST_F_TIMEOUT(wing, process_of_only_workers_is_reaped, SLOW)
+{
+	long idle_ms = param_get("idle_ms");
+	double limit = (idle_ms < 0 ? 1000 : idle_ms) / 1000.0 + 2;
+
+	ASSERT_TRUE(workers_gone(30));
+	leave_by_sys_exit(_metadata, false, limit);
+	EXPECT_LE(0, leave_by_sys_exit(_metadata, true, limit));
+	EXPECT_TRUE(workers_gone(10));
+}
+
+/*
+ * Finding 12: the userfaultfd handler of a request's armed part calls
+ * into the same file while the request's wait, in another thread, faults
+ * that part and waits for it. A background request of 32 MiB whose
+ * second half is armed (its faults left to the reaping thread); on its
+ * first fault the handler calls MEMPREPOP_IOC_WAIT with NOHANG and starts
+ * another background request on the file: both must fail with EBUSY
+ * within 1 s (another thread is inside the wait for that request), then
+ * the handler answers every fault, and the main wait completes with 0
+ * and every page present. Run in a child, killed after 30 s when stuck.
+ */
+struct uwait {
+	struct uffd_handler h;
+	struct memprepop_populate req;	/* the handler's own request */
+	int fd;
+	char *other;
+	int nohang, busy;		/* what the handler's calls returned */
+	double nohang_s, busy_s;
+	bool faulted;
+};
+
+static void *uwait_handler(void *arg)
+{
+	struct uwait *u = arg;
+	struct pollfd pfd = { .fd = u->h.uffd, .events = POLLIN };
+	struct uffdio_copy copy = { 0 };
+	struct uffd_msg msg;
+	int result;
+	double t;
+
+	if (poll(&pfd, 1, 60 * 1000) != 1 ||
+	    read(u->h.uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT)
+		return NULL;
+	u->faulted = true;
+	t = now();
+	u->nohang = bg_wait(u->fd, MEMPREPOP_WAIT_NOHANG, &result);
+	u->nohang_s = now() - t;
+	t = now();
+	u->busy = ioc_populate(u->fd, u->other, 4 * MiB,
+			       MEMPREPOP_F_BACKGROUND, &u->req);
+	u->busy_s = now() - t;
+	copy.dst = msg.arg.pagefault.address & ~(page_size() - 1);
+	copy.src = (uintptr_t)u->h.zero;
+	copy.len = page_size();
+	if (!ioctl(u->h.uffd, UFFDIO_COPY, &copy)) {
+		u->h.faults++;
+	} else {
+		struct uffdio_range wake = {
+			.start = copy.dst, .len = page_size(),
+		};
+
+		ioctl(u->h.uffd, UFFDIO_WAKE, &wake);
+	}
+	return uffd_serve(&u->h);
+}
+
+static void uffd_wait_child(void)
+{
+	size_t len = 32 * MiB, half = len / 2;
+	struct memprepop_populate req;
+	struct uwait u = { 0 };
+	int ret, result = -1;
+	char *p = map_anon(len);
+	pthread_t tid;
+
+	u.fd = open_dev();
+	u.other = map_anon(4 * MiB);
+	u.h.zero = calloc(1, page_size());
+	if (!p || u.fd < 0 || !u.other || !u.h.zero)
+		_exit(2);
+	u.h.uffd = uffd_arm(p + half, half, 0);
+	if (u.h.uffd < 0)
+		_exit(KSFT_SKIP);
+	if (pthread_create(&tid, NULL, uwait_handler, &u))
+		_exit(2);
+	if (ioc_populate(u.fd, p, len, MEMPREPOP_F_BACKGROUND, &req))
+		_exit(3);
+	ret = bg_wait(u.fd, 0, &result);
+	u.h.stop = true;
+	pthread_join(tid, NULL);
+	dprintf(1, "# the handler's NOHANG wait: %s in %.3f s; its background call: %s in %.3f s; the wait: %d, result %d, %llu of %zu populated, %d faults answered\n",
+		strerror(-u.nohang), u.nohang_s, strerror(-u.busy), u.busy_s,
+		ret, result, (unsigned long long)req.populated, len,
+		u.h.faults);
+	if (!u.faulted)
+		_exit(5);
+	if (u.nohang != -EBUSY || u.busy != -EBUSY)
+		_exit(6);
+	if (u.nohang_s > 1 || u.busy_s > 1)
+		_exit(7);
+	if (ret || result || req.populated != len ||
+	    present_pages(p, len) != len / page_size())
+		_exit(8);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(wing, wait_from_the_uffd_handler_is_busy_not_stuck, SLOW)
+{
+	int status = 0;
+	double took;
+	pid_t pid;
+
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		uffd_wait_child();
+	took = wait_pid(pid, 30, &status, 0);
+	if (took < 0) {
+		log_tasks(_metadata, "stuck after 30 s", pid);
+		EXPECT_LE(0, kill_reap(pid, 30, &status));
+	} else if (WIFEXITED(status) && WEXITSTATUS(status) == KSFT_SKIP) {
+		SKIP(return, "no userfaultfd");
+	}
+	TH_LOG("done after %.3f s (-1: stuck)", took);
+	EXPECT_LE(0, took);
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x", status);
+}
+
+TEST_HARNESS_MAIN
