@@ -275,17 +275,21 @@ TEST_F_TIMEOUT(pool, many_processes_within_the_bound, SLOW)
 }
 
 #define MAX_THREADS	"/sys/module/memprepop/parameters/max_threads"
+#define MAX_USER	"/sys/module/memprepop/parameters/max_user_threads"
 
 /*
  * The system's bound shared fairly: processes that only keep idle workers
  * (their files open) leave no other process without any. With the bound at
  * 4 and two processes keeping two workers each, a third gets its two: two
- * of the idle ones are stopped for it.
+ * of the idle ones are stopped for it. All three are root's: the user's
+ * bound is raised to the system's, so that only the system's binds (the
+ * user's is wing_test's).
  */
 TEST_F_TIMEOUT(pool, bound_shared_with_idle_keepers, SLOW)
 {
 	int ready[2], hold[2], status, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	long saved = read_long(MAX_THREADS), started;
+	long saved_user = read_long(MAX_USER);
 	size_t len = 64 * MiB;
 	struct memprepop_populate req;
 	pid_t keepers[2];
@@ -296,6 +300,7 @@ TEST_F_TIMEOUT(pool, bound_shared_with_idle_keepers, SLOW)
 		SKIP(return, "needs 2 CPUs");
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, write_file(MAX_THREADS, "4"));
+	ASSERT_EQ(0, write_file(MAX_USER, "4"));
 	ASSERT_EQ(0, pipe(ready));
 	ASSERT_EQ(0, pipe(hold));
 	for (int i = 0; i < 2; i++) {
@@ -341,6 +346,8 @@ TEST_F_TIMEOUT(pool, bound_shared_with_idle_keepers, SLOW)
 	}
 	snprintf(buf, sizeof(buf), "%ld", saved);
 	write_file(MAX_THREADS, buf);
+	snprintf(buf, sizeof(buf), "%ld", saved_user);
+	write_file(MAX_USER, buf);
 	EXPECT_TRUE(workers_gone(10));
 	munmap(p, len);
 }
