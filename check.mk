@@ -68,11 +68,13 @@ check-deb:
 DEBUG_FUZZ_ITERS ?= 100000
 DEBUG_STRESS_SECS ?= 120
 DEBUG_TIMEOUT	?= 10800
+# DEBUG_TESTS: only these programs (wing_test lifetime_test ...); all if empty
+DEBUG_TESTS	?=
 
 check-debug: deps
 	@$(MAKE) -s lib tool examples ksft-install
 	@set -o pipefail; scripts/check-debug $(B) $(KSRC) $(DEBUG_FUZZ_ITERS) \
-		$(DEBUG_STRESS_SECS) $(DEBUG_TIMEOUT) 2>&1 | \
+		$(DEBUG_STRESS_SECS) $(DEBUG_TIMEOUT) "$(DEBUG_TESTS)" 2>&1 | \
 		tee $(B)/check-debug.log | selftests/ktap-summary
 
 # QEMU with contrib/qemu's series (QEMU=10.0 or QEMU=7.2 for one; both by

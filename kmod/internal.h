@@ -68,6 +68,12 @@ struct vm_area_struct;
 #define MPP_GUP_BATCH		512UL
 /* How often the caller tells @control its progress and reads @cancel */
 #define MPP_SYNC_MS		100
+/*
+ * How long a cancelled call waits for workers whose waits no signal of
+ * ours can end (user worker threads): a batch, with room for a loaded
+ * machine
+ */
+#define MPP_CANCEL_GRACE_MS	500
 
 /**
  * struct mpp_identity - what makes a worker's faults the caller's own

@@ -70,7 +70,8 @@ MODULE_PARM_DESC(idle_ms,
  * @mm: the mm, a key; held with mmgrab() by each file that keeps the pool
  * @nr: its threads that hold a slot, idle or working, kept or not
  * @files: open files that keep its idle threads
- * @idle: its threads waiting for work
+ * @idle: its threads waiting for work; empty while @files is 0, so that a
+ *	retire of an idle thread never frees the pool
  */
 struct mpp_pool {
 	struct hlist_node node;

@@ -14,8 +14,8 @@
  * wait: a killed caller returns at once, and the workers, which hold their
  * own references, stop within a batch. Nor does it wait for them through a
  * stop (SIGSTOP, a ptrace trap, a freezer): it leaves, to be stopped with
- * them, and starts again once continued. A cancelled call waits for them
- * MPP_SYNC_MS at most.
+ * them, and starts again once continued. A cancelled call waits for user
+ * worker threads MPP_CANCEL_GRACE_MS at most.
  */
 #include <linux/errno.h>
 #include <linux/jiffies.h>
@@ -187,8 +187,8 @@ static bool mpp_caller_stopping(void)
  * workers hand back, until the last worker is done. Every wait ends at a
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
  * @control, a cancel is read from it, and the caller looks whether it is
- * to stop. Once the request is cancelled, workers get MPP_SYNC_MS more to
- * finish, and are not waited for after that.
+ * to stop. Once the request is cancelled, user worker threads get
+ * MPP_CANCEL_GRACE_MS more to finish, and are not waited for after that.
  *
  * Returns 0, -EINTR when the caller was killed (the workers are then not
  * waited for), -ERESTARTNOINTR when it is to stop or be frozen, or with
@@ -229,14 +229,21 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 		if (nowait)
 			return -EAGAIN;
 		if (READ_ONCE(req->killed)) {
-			/* Cancelled: what is stuck is left, killed */
+			/*
+			 * Cancelled: kernel threads are killed out of every
+			 * wait and waited for; a user worker thread that is
+			 * still stuck after the grace is left
+			 */
 			if (!deadline) {
 				mpp_kill(req);
-				deadline = jiffies + tick;
+				deadline = jiffies +
+					   msecs_to_jiffies(MPP_CANCEL_GRACE_MS);
 			}
-			if (time_after_eq(jiffies, deadline))
-				return 0;
-			wait = deadline - jiffies;
+			if (!mpp_kind.kill) {
+				if (time_after_eq(jiffies, deadline))
+					return 0;
+				wait = min(wait, deadline - jiffies);
+			}
 		}
 		ret = wait_event_killable_timeout(req->crew.wq,
 						  mpp_crew_done(req) ||

@@ -204,11 +204,13 @@ struct memprepop_populate {
  * @done: out, bytes populated so far, written every 100 ms while the call
  *	runs, whoever faults, and once when it returns
  * @cancel: in, set non-zero by another thread to cancel the call: it then
- *	fails with ECANCELED within about 200 ms (100 ms to see the cancel,
- *	100 ms more for the workers to stop), populated exact for what had
- *	been reported by then; a worker still waiting then (on a file system
- *	that does not answer) is not waited for, and may complete the page it
- *	waits on afterwards, as a killed madvise() thread's fault does
+ *	stops within about 100 ms and fails with ECANCELED, populated exact.
+ *	Kernel-thread workers are killed out of any wait and waited for;
+ *	workers that are the caller's own threads (6.11 and later) are waited
+ *	for 500 ms at most: one still waiting then (on a file system that
+ *	does not answer) is left, @populated is what had been reported by
+ *	then, and that worker may complete the page it waits on afterwards,
+ *	as a killed madvise() thread's fault does
  * @__reserved: in, zero
  *
  * The module writes @done until the call returns, or, in the background,
