@@ -69,11 +69,10 @@ struct vm_area_struct;
 /* How often the caller tells @control its progress and reads @cancel */
 #define MPP_SYNC_MS		100
 /*
- * How long a cancelled call waits for workers whose waits no signal of
- * ours can end (user worker threads): a batch, with room for a loaded
- * machine
+ * How long a cancelled call waits for its workers to stop at their next
+ * batch before it kills them out of a wait of their own
  */
-#define MPP_CANCEL_GRACE_MS	500
+#define MPP_CANCEL_GRACE_MS	300
 
 /**
  * struct mpp_identity - what makes a worker's faults the caller's own

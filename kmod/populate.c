@@ -15,7 +15,7 @@
  * own references, stop within a batch. Nor does it wait for them through a
  * stop (SIGSTOP, a ptrace trap, a freezer): it leaves, to be stopped with
  * them, and starts again once continued. A cancelled call waits for user
- * worker threads MPP_CANCEL_GRACE_MS at most.
+ * worker threads MPP_CANCEL_GRACE_MS, and a little more, at most.
  */
 #include <linux/errno.h>
 #include <linux/jiffies.h>
@@ -183,12 +183,34 @@ static bool mpp_caller_stopping(void)
 }
 
 /*
+ * A cancelled request: its workers stop at their next batch, so that
+ * @populated stays exact, and are waited for. Those still at work after
+ * MPP_CANCEL_GRACE_MS are in a wait of their own (a file system that does
+ * not answer): they are killed, which ends a kernel thread's wait, after
+ * which it is waited for again, and which lets the caller give up on a
+ * user worker thread. Returns true to go on waiting.
+ */
+static bool mpp_cancelled_wait_on(struct mpp_request *req,
+				  unsigned long *deadline)
+{
+	if (!*deadline) {
+		*deadline = jiffies + msecs_to_jiffies(MPP_CANCEL_GRACE_MS);
+		return true;
+	}
+	if (time_before(jiffies, *deadline))
+		return true;
+	/* Also: no worker writes @control once this returns */
+	mpp_kill(req);
+	return mpp_kind.kill;
+}
+
+/*
  * The calling thread's share: the segments only it may fault, then what
  * workers hand back, until the last worker is done. Every wait ends at a
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
  * @control, a cancel is read from it, and the caller looks whether it is
- * to stop. Once the request is cancelled, user worker threads get
- * MPP_CANCEL_GRACE_MS more to finish, and are not waited for after that.
+ * to stop. Once the request is cancelled, its workers are waited for as
+ * mpp_cancelled_wait_on() says.
  *
  * Returns 0, -EINTR when the caller was killed (the workers are then not
  * waited for), -ERESTARTNOINTR when it is to stop or be frozen, or with
@@ -203,7 +225,7 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 	struct mpp_chunk chunk;
 
 	for (;;) {
-		unsigned long reached, wait = tick;
+		unsigned long reached;
 		long ret;
 
 		/* Nothing more after a cancel: each thread leaves one partial */
@@ -228,27 +250,13 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			return 0;
 		if (nowait)
 			return -EAGAIN;
-		if (READ_ONCE(req->killed)) {
-			/*
-			 * Cancelled: kernel threads are killed out of every
-			 * wait and waited for; a user worker thread that is
-			 * still stuck after the grace is left
-			 */
-			if (!deadline) {
-				mpp_kill(req);
-				deadline = jiffies +
-					   msecs_to_jiffies(MPP_CANCEL_GRACE_MS);
-			}
-			if (!mpp_kind.kill) {
-				if (time_after_eq(jiffies, deadline))
-					return 0;
-				wait = min(wait, deadline - jiffies);
-			}
-		}
+		if (READ_ONCE(req->killed) &&
+		    !mpp_cancelled_wait_on(req, &deadline))
+			return 0;
 		ret = wait_event_killable_timeout(req->crew.wq,
 						  mpp_crew_done(req) ||
 						  mpp_plan_has_handoff(plan),
-						  wait);
+						  tick);
 		if (ret < 0)
 			return -EINTR;
 		if (mpp_caller_stopping())
