@@ -225,7 +225,7 @@ static struct task_struct *mpp_identity_source(struct mpp_identity *id)
 	if (!(READ_ONCE(id->task->flags) & PF_EXITING))
 		return get_task_struct(id->task);
 	rcu_read_lock();
-	for_each_thread(id->task, t) {
+	mpp_for_each_thread(id->task, t) {
 		if (!(READ_ONCE(t->flags) &
 		      (PF_EXITING | PF_KTHREAD | MPP_PF_WORKER))) {
 			found = get_task_struct(t);

@@ -40,6 +40,7 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
+#include "compat.h"
 #include "internal.h"
 
 /**
@@ -252,7 +253,7 @@ static bool mpp_vtask_orphaned(struct mpp_task *vt, struct mm_struct *mm)
 	struct task_struct *t;
 
 	rcu_read_lock();
-	for_each_thread(vt->task, t) {
+	mpp_for_each_thread(vt->task, t) {
 		if (!(READ_ONCE(t->flags) & (PF_USER_WORKER | PF_EXITING))) {
 			orphaned = false;
 			break;
