@@ -128,10 +128,12 @@ selftests: $(KSFT)/kselftest_harness.h lib
 # --- test VM ------------------------------------------------------------------
 # The module for the VM's kernel, built apart from kmod/
 VM_KO		:= $(B)/vm/mod/kmod/memprepop.ko
+MODULE_SRC	:= $(filter-out kmod/probes.h,$(wildcard Kbuild kmod/*.c \
+		   kmod/*.h kmod/Kbuild kmod/probe/* uapi/linux/*.h common/*.h))
 VM_INITRD	:= $(B)/vm/initramfs.cpio
 KSFT_INSTALL	:= $(B)/vm/kselftest
 
-$(VM_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h)
+$(VM_KO): $(MODULE_SRC)
 	@echo "module: building for the test VM's $(VM_KVER)"
 	@scripts/build-module $(VM_KDIR) $(B)/vm/mod
 
@@ -149,7 +151,7 @@ $(VM_INITRD): $(VM_KO) lib tool examples ksft-install
 VM2_KO		:= $(B)/vm-$(VM2_SERIES)/mod/kmod/memprepop.ko
 VM2_INITRD	:= $(B)/vm-$(VM2_SERIES)/initramfs.cpio
 
-$(VM2_KO): $(wildcard Kbuild kmod/*.c kmod/*.h kmod/Kbuild uapi/linux/*.h common/*.h)
+$(VM2_KO): $(MODULE_SRC)
 	@test -n "$(VM2_KVER)" || { echo "no $(VM2_SERIES) kernel installed" \
 		"(make deps installs it)" >&2; exit 1; }
 	@echo "module: building for the test VM's $(VM2_KVER)"
@@ -260,11 +262,14 @@ install-module: module
 
 # The module's source where DKMS looks for it (the memprepop-dkms package)
 install-dkms-source: $(DKMS_CONF)
-	install -d $(DESTDIR)$(DKMS_SRC)/kmod $(DESTDIR)$(DKMS_SRC)/uapi/linux \
-		$(DESTDIR)$(DKMS_SRC)/common
+	install -d $(DESTDIR)$(DKMS_SRC)/kmod/probe \
+		$(DESTDIR)$(DKMS_SRC)/uapi/linux $(DESTDIR)$(DKMS_SRC)/common
 	install -m 0644 Kbuild $(DKMS_CONF) $(DESTDIR)$(DKMS_SRC)/
-	install -m 0644 $(filter-out %.mod.c,$(wildcard kmod/*.c)) kmod/*.h \
+	install -m 0644 $(filter-out %.mod.c,$(wildcard kmod/*.c)) \
+		$(filter-out kmod/probes.h,$(wildcard kmod/*.h)) \
 		kmod/Kbuild $(DESTDIR)$(DKMS_SRC)/kmod/
+	install -m 0644 kmod/probe/*.c $(DESTDIR)$(DKMS_SRC)/kmod/probe/
+	install -m 0755 kmod/probe/run $(DESTDIR)$(DKMS_SRC)/kmod/probe/
 	install -m 0644 uapi/linux/memprepop.h $(DESTDIR)$(DKMS_SRC)/uapi/linux/
 	install -m 0644 common/crew.h $(DESTDIR)$(DKMS_SRC)/common/
 

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * memprepop: what differs between the kernels it builds for (6.1 to 6.12).
+ * memprepop: what differs between the kernels it builds for (6.1 to 7.x).
+ * What a kernel offers is probed when the module is built (the files of
+ * probe/, into probes.h), never read off its version; only a change of
+ * behaviour that no header shows is (MPP_HOLES_STOP), and a selftest
+ * compares it with the kernel's own madvise().
  */
 #ifndef _MEMPREPOP_COMPAT_H
 #define _MEMPREPOP_COMPAT_H
@@ -8,8 +12,15 @@
 #include <linux/eventfd.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
-#include <linux/pagevec.h>
 #include <linux/version.h>
+
+#include "probes.h"
+
+#ifdef MPP_HAVE_FOLIO_BATCH_H
+#include <linux/folio_batch.h>
+#else
+#include <linux/pagevec.h>
+#endif
 
 /* 6.5 dropped the vmas argument of get_user_pages_remote() */
 static inline long mpp_get_user_pages_remote(struct mm_struct *mm,
@@ -18,7 +29,7 @@ static inline long mpp_get_user_pages_remote(struct mm_struct *mm,
 					     unsigned int gup_flags,
 					     struct page **pages, int *locked)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#ifdef MPP_HAVE_GUP_REMOTE_NO_VMAS
 	return get_user_pages_remote(mm, start, nr_pages, gup_flags, pages,
 				     locked);
 #else
@@ -30,7 +41,7 @@ static inline long mpp_get_user_pages_remote(struct mm_struct *mm,
 /* 6.9 added weighted interleave: placed over its nodes like interleave */
 static inline bool mpp_mode_is_interleave(unsigned short mode)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 9, 0)
+#ifdef MPP_HAVE_MPOL_WEIGHTED_INTERLEAVE
 	if (mode == MPOL_WEIGHTED_INTERLEAVE)
 		return true;
 #endif
@@ -55,7 +66,7 @@ static inline bool mpp_mode_is_interleave(unsigned short mode)
  */
 static inline void mpp_lru_add_drain(void)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#if defined(MPP_HAVE_FOLIO_BATCH_H) || defined(MPP_HAVE_FOLIO_BATCH_RELEASE)
 	struct folio_batch fbatch;
 
 	folio_batch_init(&fbatch);
@@ -71,7 +82,7 @@ static inline void mpp_lru_add_drain(void)
 /* 6.8 dropped the count argument of eventfd_signal(): it adds 1 */
 static inline void mpp_eventfd_signal(struct eventfd_ctx *ctx)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 8, 0)
+#ifdef MPP_HAVE_EVENTFD_SIGNAL_ONE
 	eventfd_signal(ctx);
 #else
 	eventfd_signal(ctx, 1);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * memprepop: workers as kernel threads, on kernels without user worker
- * threads for modules (before 6.11, or without CONFIG_VHOST_TASK).
+ * threads for modules (before 6.11, or without CONFIG_VHOST_TASK: built
+ * where probe/vhost_task.c finds no vhost_task).
  *
  * A kernel thread is nobody's. For the time of a request this file makes it
  * the caller where the kernel asks the faulting task rather than the mm,
@@ -29,6 +30,10 @@
  * suspend, never an OOM victim, and a SIGKILL sent by mpp_kill() ends the
  * waits of its work that only a fatal signal ends.
  */
+/* The one kind this kernel builds (probe/vhost_task.c) */
+#include "probes.h"
+
+#ifndef MPP_HAVE_VHOST_TASK
 #include <linux/cgroup.h>
 #include <linux/err.h>
 #include <linux/freezer.h>
@@ -319,3 +324,5 @@ const struct mpp_kind mpp_kind = {
 	.disown		= mpp_kthread_disown,
 	.disowned	= mpp_kthread_disowned,
 };
+
+#endif /* !MPP_HAVE_VHOST_TASK */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * memprepop: workers as user worker threads of the calling process
- * (vhost_task, 6.11 and later with CONFIG_VHOST_TASK), the way vhost's
- * workers are its owner's threads.
+ * (vhost_task: 6.11 and later, with CONFIG_VHOST_TASK, as
+ * probe/vhost_task.c finds), the way vhost's workers are its owner's
+ * threads.
  *
  * Such a thread is the caller's by construction: it is created by the
  * calling thread as one of its process's threads (CLONE_THREAD, CLONE_VM),
@@ -26,6 +27,10 @@
  * that only a fatal signal ends end when the process is killed, as a
  * thread's inside madvise() do.
  */
+/* The one kind this kernel builds (probe/vhost_task.c) */
+#include "probes.h"
+
+#ifdef MPP_HAVE_VHOST_TASK
 #include <linux/completion.h>
 #include <linux/err.h>
 #include <linux/freezer.h>
@@ -313,3 +318,5 @@ const struct mpp_kind mpp_kind = {
 	.init		= mpp_vtask_init,
 	.exit		= mpp_vtask_exit,
 };
+
+#endif /* MPP_HAVE_VHOST_TASK */
