@@ -161,6 +161,30 @@ $(VM2_INITRD): $(VM2_KO) $(VM_INITRD)
 	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM2_KO)
 
 # make vm [KERNEL=6.12] [RUN='...'] [EXTRA=file...]: boot the test VM
+# The newest 7.x Debian has (trixie-backports, found at run time), the
+# module built in the trixie build root against its headers, the image and
+# modules unpacked into the cache (testvm/debian-kernel). kernel.env holds
+# KVER, KDIR, ROOT, VMLINUZ and MODULES; rewritten only when they change.
+VM3_SERIES	:= 7
+VM3_ENV		:= $(B)/vm-$(VM3_SERIES)/kernel.env
+VM3_KO		:= $(B)/vm-$(VM3_SERIES)/mod/kmod/memprepop.ko
+VM3_INITRD	:= $(B)/vm-$(VM3_SERIES)/initramfs.cpio
+
+$(VM3_ENV): FORCE
+	@mkdir -p $(@D)
+	@testvm/debian-kernel $(VM3_SERIES) > $@.new && \
+	  { cmp -s $@.new $@ || mv $@.new $@; }; rm -f $@.new
+
+$(VM3_KO): $(MODULE_SRC) $(VM3_ENV)
+	@. $(VM3_ENV) && echo "module: building for the test VM's $$KVER" && \
+	  scripts/build-module --root $$ROOT $$KDIR $(B)/vm-$(VM3_SERIES)/mod
+
+$(VM3_INITRD): $(VM3_KO) $(VM_INITRD)
+	@. $(VM3_ENV) && testvm/mkinitramfs $(B) $(KSRC) $@ $(VM3_KO) $$MODULES
+
+.PHONY: FORCE
+FORCE:
+
 RUN_KVER	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_KVER),$(VM_KVER))
 RUN_INITRD	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
 

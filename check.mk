@@ -31,10 +31,20 @@ check-kernel: $(KSFT)/kselftest_harness.h
 COMPAT_KDIRS	= $(filter-out $(realpath $(VM_KDIR)),\
 		  $(wildcard /usr/src/linux-headers-*-amd64))
 
+# and the newest 7.x of Debian's, generic and PREEMPT_RT, in the trixie
+# build root (testvm/debian-kernel)
 check-compat:
 	@for kdir in $(COMPAT_KDIRS); do v=$${kdir#/usr/src/linux-headers-}; \
 	  scripts/verdict "kernel: builds for $$v (W=1 C=2)" \
 	    scripts/build-module $$kdir $(B)/compat/$$v C=2; done; true
+	@for f in amd64 rt-amd64; do \
+	  if env=$$(testvm/debian-kernel --flavour $$f $(VM3_SERIES)); then \
+	    eval "$$env"; \
+	    scripts/verdict "kernel: builds for $$KVER (W=1 C=2)" \
+	      scripts/build-module --root $$ROOT $$KDIR \
+		$(B)/compat/$$KVER C=2; \
+	  else echo "not ok kernel: Debian's newest $(VM3_SERIES).x $$f headers"; fi; \
+	done
 
 check-docs: $(KSFT)/kselftest_harness.h
 	@scripts/verdict "docs: make htmldocs without a warning" \
@@ -46,20 +56,32 @@ check-host: lib tool selftests
 check-install: lib tool module docs
 	@scripts/check-install $(VERSION) $(KRELEASE)
 
-# Every selftest on both kernels: kernel threads on the first, the
-# caller's own threads (vhost_task) on the second
-check-vm: $(VM_INITRD) $(VM2_INITRD)
-	@set -e; for k in "$(VM_KVER) $(VM_INITRD)" "$(VM2_KVER) $(VM2_INITRD)"; do \
+# Every selftest on three kernels: kernel threads on the first (Debian 12's
+# 6.1), the caller's own threads (vhost_task) on 6.12 and on the newest 7.x
+# Debian has. Each kernel runs whatever another failed.
+check-vm: $(VM_INITRD) $(VM2_INITRD) $(VM3_INITRD)
+	@. $(VM3_ENV); rc=0; \
+	for k in "$(VM_KVER) $(VM_INITRD) /boot/vmlinuz-$(VM_KVER)" \
+		 "$(VM2_KVER) $(VM2_INITRD) /boot/vmlinuz-$(VM2_KVER)" \
+		 "$$KVER $(VM3_INITRD) $$VMLINUZ"; do \
 	  set -- $$k; echo "# kernel $$1"; \
-	  testvm/run --initrd $$2 --kver $$1 \
-		--run 'echo "# workers: $$(cat /sys/class/misc/memprepop/workers)"; /selftests/run_kselftest.sh'; \
-	  testvm/run --initrd $$2 --kver $$1 --node-mem 1024 \
+	  testvm/run --initrd $$2 --kernel $$3 \
+		--run 'echo "# workers: $$(cat /sys/class/misc/memprepop/workers)"; /selftests/run_kselftest.sh' || rc=1; \
+	  testvm/run --initrd $$2 --kernel $$3 --node-mem 1024 \
 		--mem-only-node 1024 \
-		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test'; \
-	done
+		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test' || rc=1; \
+	done; exit $$rc
 
-check-dkms: $(VM_INITRD)
-	@packaging/check-dkms $(VERSION) $(VM_KVER) $(VM_INITRD)
+# DKMS on each kernel of check-vm, the module it built loaded in each one's
+# VM, and the newest 7.x PREEMPT_RT headers (built only)
+check-dkms: $(VM_INITRD) $(VM2_INITRD) $(VM3_INITRD)
+	@. $(VM3_ENV); rt_KVER=$$(testvm/debian-kernel --flavour rt-amd64 \
+		$(VM3_SERIES) | sed -n 's/^KVER=\([^ ]*\).*/\1/p'); \
+	packaging/check-dkms $(VERSION) \
+	  $(VM_KVER):$(VM_INITRD):/boot/vmlinuz-$(VM_KVER) \
+	  $(VM2_KVER):$(VM2_INITRD):/boot/vmlinuz-$(VM2_KVER) \
+	  $$KVER:$(VM3_INITRD):$$VMLINUZ:$$ROOT \
+	  $${rt_KVER:-rt-headers-missing}:::$$ROOT
 
 check-deb:
 	@packaging/check-deb $(VERSION) $(VM_KVER)
