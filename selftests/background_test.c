@@ -404,6 +404,7 @@ TEST_F_TIMEOUT(bg, workers_take_callers_scheduling, SLOW)
 			_exit(4);
 		printf("# %d worker observations, %d not SCHED_BATCH nice 5\n",
 		       seen, bad);
+		fflush(stdout);
 		_exit(!seen ? 5 : bad ? 6 : 0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

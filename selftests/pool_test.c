@@ -85,6 +85,17 @@ TEST_F_TIMEOUT(pool, kept_between_calls, SLOW)
 	munmap(p, len);
 }
 
+/* Workers idle between calls ('I' a kernel thread, 'S' a vhost_task) */
+static int idle_workers(void)
+{
+	struct worker_stat ws[64];
+	int n = scan_workers(ws, 64), idle = 0;
+
+	for (int i = 0; i < n && i < 64; i++)
+		idle += ws[i].state == 'I' || ws[i].state == 'S';
+	return idle;
+}
+
 /*
  * A worker that stayed is made the caller's again at each call: after a
  * call at SCHED_OTHER, a SCHED_BATCH nice 5 caller's call runs on workers
@@ -108,6 +119,13 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 
 		if (!p || fd < 0 || ioc_populate(fd, p, 16 * MiB, 0, &req))
 			_exit(2);
+		/*
+		 * A worker may still be on its way back to the idle list when
+		 * the call returns (under full preemption, often): wait until
+		 * one is there, as a VMM's next call would find it
+		 */
+		for (int i = 0; i < 500 && !idle_workers(); i++)
+			usleep(10000);
 		if (become_batch_nice5())
 			_exit(3);
 		memset(&req, 0, sizeof(req));
@@ -129,6 +147,7 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 		}
 		printf("# %d worker observations, %d not SCHED_BATCH nice 5, %ld reused\n",
 		       seen, bad, workers_reused() - reused);
+		fflush(stdout);
 		_exit(!seen ? 6 : bad ? 7 : workers_reused() == reused ? 8 : 0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

@@ -214,9 +214,18 @@ static inline void sample_batch_nice5(int *seen, int *bad)
 	struct worker_stat ws[64];
 	int n = scan_workers(ws, 64);
 
-	for (int i = 0; i < n && i < 64; i++, (*seen)++)
+	for (int i = 0; i < n && i < 64; i++) {
+		/*
+		 * One idle between calls ('I' a kernel thread, 'S' a
+		 * vhost_task) is nobody's: it shows the last caller's until a
+		 * call takes it
+		 */
+		if (ws[i].state == 'I' || ws[i].state == 'S')
+			continue;
+		(*seen)++;
 		if (ws[i].policy != SCHED_BATCH || ws[i].nice != 5)
 			(*bad)++;
+	}
 }
 
 #endif /* MEMPREPOP_WORKER_HELPERS_H */
