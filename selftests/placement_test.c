@@ -355,9 +355,7 @@ static void *sample_cpus(void *arg)
 			if (!w)
 				continue;
 			w->last_ticks = ws[i].ticks;
-			/* Idle: 'I' (kernel threads), 'S' (vhost_task) */
-			if (ws[i].state != 'I' && ws[i].state != 'S' &&
-			    ws[i].cpu < 64)
+			if (!worker_idle(&ws[i]) && ws[i].cpu < 64)
 				w->cpus |= 1UL << ws[i].cpu;
 		}
 		s->ready = true;

@@ -85,14 +85,14 @@ TEST_F_TIMEOUT(pool, kept_between_calls, SLOW)
 	munmap(p, len);
 }
 
-/* Workers idle between calls ('I' a kernel thread, 'S' a vhost_task) */
+/* How many workers wait idle between calls */
 static int idle_workers(void)
 {
 	struct worker_stat ws[64];
 	int n = scan_workers(ws, 64), idle = 0;
 
 	for (int i = 0; i < n && i < 64; i++)
-		idle += ws[i].state == 'I' || ws[i].state == 'S';
+		idle += worker_idle(&ws[i]);
 	return idle;
 }
 

@@ -209,18 +209,23 @@ static inline int become_batch_nice5(void)
  * The workers alive now, from /proc: adds them to @seen and those not
  * SCHED_BATCH at nice 5 to @bad.
  */
+/*
+ * Waiting idle between calls ('I' a kernel thread, 'S' a vhost_task): such
+ * a worker is nobody's, and shows the last caller's attributes until a
+ * call takes it
+ */
+static inline bool worker_idle(const struct worker_stat *ws)
+{
+	return ws->state == 'I' || ws->state == 'S';
+}
+
 static inline void sample_batch_nice5(int *seen, int *bad)
 {
 	struct worker_stat ws[64];
 	int n = scan_workers(ws, 64);
 
 	for (int i = 0; i < n && i < 64; i++) {
-		/*
-		 * One idle between calls ('I' a kernel thread, 'S' a
-		 * vhost_task) is nobody's: it shows the last caller's until a
-		 * call takes it
-		 */
-		if (ws[i].state == 'I' || ws[i].state == 'S')
+		if (worker_idle(&ws[i]))
 			continue;
 		(*seen)++;
 		if (ws[i].policy != SCHED_BATCH || ws[i].nice != 5)
