@@ -82,42 +82,53 @@ static char *page_on_node1(void)
 
 FIXTURE(lifetime)
 {
-	char preempt[32];
 };
 
 /*
  * The races below need a thread preempted anywhere, which the voluntary
  * preemption Debian's kernel boots with makes rare: where the kernel lets
- * it be chosen at run time (PREEMPT_DYNAMIC), full preemption while they
- * run. The mode shows as "none voluntary (full)", the chosen in brackets.
- * A change patches the kernel's text while other CPUs run it, which QEMU's
- * TCG does not always survive ("Oops: int3" in the middle of a static
- * call): the test VM boots with preempt=full, and then nothing is written.
+ * it be chosen at run time (PREEMPT_DYNAMIC), full preemption while the
+ * program runs. The mode shows as "none voluntary (full)", the chosen in
+ * brackets. A change patches the kernel's text while other CPUs run it,
+ * which QEMU's TCG does not always survive ("Oops: int3" in a static call
+ * on 7.3 when it was switched for each case): switched once, by the
+ * program, and back when it ends.
  */
-FIXTURE_SETUP(lifetime)
+static char preempt_was[32];
+static pid_t preempt_owner;
+
+static void __attribute__((constructor)) preempt_full(void)
 {
 	char *open_b, *close_b;
 
-	self->preempt[0] = 0;
-	if (read_file(PREEMPT_MODE, self->preempt, sizeof(self->preempt)) < 0)
-		return;
-	open_b = strchr(self->preempt, '(');
+	if (read_file(PREEMPT_MODE, preempt_was, sizeof(preempt_was)) < 0)
+		goto none;
+	open_b = strchr(preempt_was, '(');
 	close_b = open_b ? strchr(open_b, ')') : NULL;
-	if (!close_b) {
-		self->preempt[0] = 0;
-		return;
-	}
+	if (!close_b)
+		goto none;
 	*close_b = 0;
-	memmove(self->preempt, open_b + 1, strlen(open_b + 1) + 1);
-	/* Booted so (the test VM is), nothing to patch: see the teardown */
-	if (!strcmp(self->preempt, "full") || write_file(PREEMPT_MODE, "full"))
-		self->preempt[0] = 0;
+	memmove(preempt_was, open_b + 1, strlen(open_b + 1) + 1);
+	if (!strcmp(preempt_was, "full") || write_file(PREEMPT_MODE, "full"))
+		goto none;
+	preempt_owner = getpid();
+	return;
+none:
+	preempt_was[0] = 0;
+}
+
+static void __attribute__((destructor)) preempt_back(void)
+{
+	if (preempt_was[0] && getpid() == preempt_owner)
+		write_file(PREEMPT_MODE, preempt_was);
+}
+
+FIXTURE_SETUP(lifetime)
+{
 }
 
 FIXTURE_TEARDOWN(lifetime)
 {
-	if (self->preempt[0])
-		write_file(PREEMPT_MODE, self->preempt);
 }
 
 FIXTURE_VARIANT(lifetime)
@@ -271,7 +282,7 @@ TEST_F_TIMEOUT(lifetime, reap_and_close_while_the_worker_notifies, SLOW)
 		SKIP(return, "needs 2 CPUs on 2 nodes");
 	close(r.fd);
 	TH_LOG("%lu rounds of start, reap, close (preemption %s)", r.rounds,
-	       self->preempt[0] ? "full" : "as booted");
+	       preempt_was[0] ? "full" : "as booted");
 	EXPECT_EQ(0, r.errors);
 	EXPECT_LT(10, r.rounds);
 }
