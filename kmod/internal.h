@@ -443,15 +443,19 @@ bool mpp_crew_done(struct mpp_request *req);
  * @begin: in the thread, before its first step
  * @step: in the thread, one step (a chunk, say): false when it has no more
  * @end: in the thread, after its last step, or when it is killed between
- *	steps
- * @abandon: in any context, for work that was given but never begun (the
- *	thread's process was killed first)
+ *	steps, if @begin was called: undo @begin; after it the work sends the
+ *	thread nothing (mpp_thread_kill())
+ * @done: once for each work given, after @end or, for work never begun (the
+ *	thread's process was killed first), instead of it, once the thread is
+ *	off the work: idle again, given other work or stopping, so that whoever
+ *	waits for the work finds the thread where it goes next. In any context;
+ *	it must not touch the thread.
  */
 struct mpp_work_ops {
 	void (*begin)(void *arg);
 	bool (*step)(void *arg);
 	void (*end)(void *arg);
-	void (*abandon)(void *arg);
+	void (*done)(void *arg);
 };
 
 /* pool.c */

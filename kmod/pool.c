@@ -502,13 +502,17 @@ static void mpp_reaper_fn(struct work_struct *work)
 				   min(timeout, (unsigned long)HZ));
 }
 
-/* @t's work is over: ended where it began, in the thread */
-static void mpp_thread_end_work(struct mpp_thread *t)
+/*
+ * In the thread: @t's work is over, ended where it began. Returns the work
+ * in *@ops and *@arg, for its done() once the thread is off it.
+ */
+static void mpp_thread_end_work(struct mpp_thread *t,
+				const struct mpp_work_ops **ops, void **arg)
 {
+	*ops = t->ops;
+	*arg = t->arg;
 	if (t->begun)
 		t->ops->end(t->arg);
-	else
-		t->ops->abandon(t->arg);
 	t->begun = false;
 }
 
@@ -543,6 +547,8 @@ static void mpp_thread_rest(struct mpp_thread *t)
 static bool mpp_thread_fn(void *data)
 {
 	struct mpp_thread *t = data;
+	const struct mpp_work_ops *ops;
+	void *arg;
 
 	/* Pairs with mpp_thread_set_state(): its work is set */
 	if (smp_load_acquire(&t->state) != MPP_THREAD_WORKING)
@@ -554,10 +560,15 @@ static bool mpp_thread_fn(void *data)
 	}
 	if (t->ops->step(t->arg))
 		return true;
-	mpp_thread_end_work(t);
+	mpp_thread_end_work(t, &ops, &arg);
 	if (mpp_kind.work_done)
 		mpp_kind.work_done();
 	mpp_thread_rest(t);
+	/*
+	 * Told only now, so that the call's next call finds the thread idle.
+	 * Another call may have taken it meanwhile: its state says so.
+	 */
+	ops->done(arg);
 	return true;
 }
 
@@ -569,10 +580,12 @@ static bool mpp_thread_fn(void *data)
 static void mpp_thread_killed(void *data)
 {
 	struct mpp_thread *t = data;
+	const struct mpp_work_ops *ops = NULL;
+	void *arg = NULL;
 
 	/* Only the thread leaves WORKING: its work is still there */
 	if (smp_load_acquire(&t->state) == MPP_THREAD_WORKING)
-		mpp_thread_end_work(t);
+		mpp_thread_end_work(t, &ops, &arg);
 	spin_lock(&mpp_threads_lock);
 	switch (t->state) {
 	case MPP_THREAD_NEW:
@@ -589,6 +602,9 @@ static void mpp_thread_killed(void *data)
 		break;
 	}
 	spin_unlock(&mpp_threads_lock);
+	/* Its stop waits for this thread to return: @t is still there */
+	if (ops)
+		ops->done(arg);
 }
 
 /**
@@ -727,27 +743,27 @@ void mpp_thread_kill(struct mpp_thread *t)
  * @arg: its argument
  *
  * A thread killed meanwhile (its process exits) cannot take it: the work
- * is abandoned here instead, and the thread stopped.
+ * is done here instead, without it, and the thread stopped.
  */
 void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg)
 {
-	bool dead;
-
 	t->ops = ops;
 	t->arg = arg;
 	spin_lock(&mpp_threads_lock);
-	dead = t->state == MPP_THREAD_DEAD;
-	if (dead) {
-		mpp_thread_retire(t);
-	} else {
+	if (t->state != MPP_THREAD_DEAD) {
 		mpp_thread_set_state(t, MPP_THREAD_WORKING);
 		/* Under the lock: no stop is queued before it is woken */
 		mpp_kind.wake(t->task);
+		spin_unlock(&mpp_threads_lock);
+		return;
 	}
 	spin_unlock(&mpp_threads_lock);
-	if (dead)
-		ops->abandon(arg);
+	/* DEAD is left by its owner only: the work is done with @t first */
+	ops->done(arg);
+	spin_lock(&mpp_threads_lock);
+	mpp_thread_retire(t);
+	spin_unlock(&mpp_threads_lock);
 }
 
 int mpp_threads_init(void)

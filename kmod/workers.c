@@ -201,23 +201,20 @@ static bool mpp_worker_step(void *data)
 	return !mpp_identity_follow(&req->id, req->mm, &w->saved);
 }
 
-/* The request is told that this worker is done with it */
-static void mpp_worker_done(struct mpp_worker *w)
+/* mpp_kill() signals its thread no more: it may go to other work */
+static void mpp_worker_detach(struct mpp_worker *w)
 {
-	struct mpp_request *req = w->req;
-	struct mpp_crew *crew = &req->crew;
+	struct mpp_crew *crew = &w->req->crew;
 
-	/* mpp_kill() signals its thread no more: it may go to other work */
 	spin_lock(&crew->lock);
 	w->working = false;
 	spin_unlock(&crew->lock);
-
-	if (atomic_dec_and_test(&crew->active))
-		mpp_notify(req);
-	mpp_request_put(req);
 }
 
-/* And itself again, out of the caller's cgroups before the call can end */
+/*
+ * Itself again, out of the caller's cgroups before the call can end, and
+ * out of the request's reach
+ */
 static void mpp_worker_end(void *data)
 {
 	struct mpp_worker *w = data;
@@ -225,20 +222,27 @@ static void mpp_worker_end(void *data)
 	if (w->entered)
 		mpp_identity_leave(w->req->mm, &w->saved);
 	mpp_identity_disown(current);
-	mpp_worker_done(w);
+	mpp_worker_detach(w);
 }
 
-/* Its thread was killed before it began */
-static void mpp_worker_abandon(void *data)
+/* The request is told that this worker is done with it */
+static void mpp_worker_done(void *data)
 {
-	mpp_worker_done(data);
+	struct mpp_worker *w = data;
+	struct mpp_request *req = w->req;
+
+	/* For work never begun, which mpp_worker_end() did not end */
+	mpp_worker_detach(w);
+	if (atomic_dec_and_test(&req->crew.active))
+		mpp_notify(req);
+	mpp_request_put(req);
 }
 
 static const struct mpp_work_ops mpp_worker_ops = {
 	.begin = mpp_worker_begin,
 	.step = mpp_worker_step,
 	.end = mpp_worker_end,
-	.abandon = mpp_worker_abandon,
+	.done = mpp_worker_done,
 };
 
 static int mpp_node_distance(int from, int to)

@@ -5,7 +5,8 @@
  * published, an eventfd told after the request was reaped, and a request
  * whose process is gone (exec, exit) while another holds the file. Each is
  * done as a program in the kvm group would do it and read from outside:
- * epoll, eventfd counts, poll, the errno of the next call. A use-after-free
+ * epoll, eventfd counts, poll, the errno of the next call; and a kept
+ * worker idle again before its request is done. A use-after-free
  * shows as a KASAN report in the debug kernel (make check-debug), which the
  * test VM fails the run on, as on any splat.
  */
@@ -285,6 +286,38 @@ TEST_F_TIMEOUT(lifetime, reap_and_close_while_the_worker_notifies, SLOW)
 	       preempt_was[0] ? "full" : "as booted");
 	EXPECT_EQ(0, r.errors);
 	EXPECT_LT(10, r.rounds);
+}
+
+static void nothing_more(struct race *r)
+{
+}
+
+/*
+ * A kept worker is back on its idle list before its request counts as
+ * done: the start that follows the reap at once takes it, and none other is
+ * created. The rig preempts the worker just after its count, which, were
+ * it told before the worker is idle, leaves the next start without one.
+ */
+TEST_F_TIMEOUT(lifetime, kept_worker_idle_once_reaped, SLOW)
+{
+	struct race r = { .efd = -1 };
+	long started;
+
+	if (!variant->len)
+		SKIP(return, "once is enough");
+	ASSERT_TRUE(workers_gone(30));
+	r.fd = open_dev();
+	ASSERT_LE(0, r.fd);
+	started = workers_started();
+	if (!race_run(&r, stress_secs(), nothing_more))
+		SKIP(return, "needs 2 CPUs on 2 nodes");
+	started = workers_started() - started;
+	close(r.fd);
+	TH_LOG("%lu rounds of start and reap: %ld workers created (preemption %s)",
+	       r.rounds, started, preempt_was[0] ? "full" : "as booted");
+	EXPECT_EQ(0, r.errors);
+	EXPECT_LT(10, r.rounds);
+	EXPECT_EQ(1, started);
 }
 
 /* Nothing told to the eventfd after the reap: read it, wait, read again */

@@ -85,17 +85,6 @@ TEST_F_TIMEOUT(pool, kept_between_calls, SLOW)
 	munmap(p, len);
 }
 
-/* How many workers wait idle between calls */
-static int idle_workers(void)
-{
-	struct worker_stat ws[64];
-	int n = scan_workers(ws, 64), idle = 0;
-
-	for (int i = 0; i < n && i < 64; i++)
-		idle += worker_idle(&ws[i]);
-	return idle;
-}
-
 /*
  * A worker that stayed is made the caller's again at each call: after a
  * call at SCHED_OTHER, a SCHED_BATCH nice 5 caller's call runs on workers
@@ -119,13 +108,6 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 
 		if (!p || fd < 0 || ioc_populate(fd, p, 16 * MiB, 0, &req))
 			_exit(2);
-		/*
-		 * A worker may still be on its way back to the idle list when
-		 * the call returns (under full preemption, often): wait until
-		 * one is there, as a VMM's next call would find it
-		 */
-		for (int i = 0; i < 500 && !idle_workers(); i++)
-			usleep(10000);
 		if (become_batch_nice5())
 			_exit(3);
 		memset(&req, 0, sizeof(req));
