@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..22"
+echo "1..31"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -154,9 +154,107 @@ rm -f "$b"
 : > "$a"
 run file "$b" --size 4M "$a"
 [ $status = 2 ] && grep -q "$a is empty: give --size" /tmp/cli_test.err &&
-	[ "$(stat -c %b "$b")" = 0 ]
-ok $? "file: an empty file without a size: exit 2, named"
+	[ ! -e "$b" ]
+ok $? "file: an empty file without a size: exit 2, named, nothing created"
 rm -f "$a" "$b"
+
+# A refusal changes no file: the tmpfs file before the refused one is not
+# created, a missing one without a size is not left behind empty
+run file --size 4M "$a" /proc/cli_test.$$
+[ $status = 1 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err &&
+	[ ! -e "$a" ]
+ok $? "file: refused for one file, no other file created or grown"
+run file "$a"
+[ $status = 2 ] && grep -q "$a is not there: give --size" /tmp/cli_test.err &&
+	[ ! -e "$a" ]
+ok $? "file: a missing file without a size is not created"
+rm -f "$a" "$b"
+
+# More than the machine has: refused before a page is touched (under a
+# small address-space limit, so that a tool without the check fails to
+# map instead of calling the OOM killer); --overcommit goes on, and here
+# fails to map
+(ulimit -v 4194304; run populate --size 64T; echo "$status" > /tmp/cli_test.st)
+[ "$(cat /tmp/cli_test.st)" = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+	grep -q "is more than the .* could give .*--overcommit" /tmp/cli_test.err
+ok $? "populate: a size beyond the nodes' memory refused, exit 2, one line"
+(ulimit -v 4194304; run populate --size 64T --overcommit; echo "$status" > /tmp/cli_test.st)
+[ "$(cat /tmp/cli_test.st)" = 1 ] && grep -q "cannot map" /tmp/cli_test.err
+ok $? "populate --overcommit: no refusal"
+(ulimit -v 4194304; run file --size 64T "$a"; echo "$status" > /tmp/cli_test.st)
+[ "$(cat /tmp/cli_test.st)" = 2 ] && grep -q "^memprepop: $a: .* --overcommit" /tmp/cli_test.err &&
+	[ ! -e "$a" ]
+ok $? "file: a size beyond the nodes' memory refused, the file not kept"
+rm -f "$a"
+
+# The rate is of what was populated: a tmpfs of 4 MiB takes 4 of 16 MiB
+m=$(mktemp -d)
+if mount -t tmpfs -o size=4M cli_test "$m" 2> /dev/null; then
+	run file --size 16M "$m/f" --json
+	rate_ok=1
+	if [ $status = 1 ] && command -v python3 > /dev/null; then
+		echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+r = d["ranges"][0]
+assert 0 < r["populated"] < r["size"], r
+assert abs(d["gbps"] - r["populated"] / d["seconds"] / 1e9) <= \
+	0.01 * d["gbps"] + 0.001, d
+' && rate_ok=0
+	elif [ $status = 1 ]; then
+		rate_ok=0
+	fi
+	grep -q "^memprepop: cannot populate $m/f: " /tmp/cli_test.err &&
+		[ ! -e "$m/f" ] || rate_ok=1
+	ok $rate_ok "file: a failed range's rate is of what it populated; named; removed"
+	umount "$m"
+else
+	ok 0 "file: a failed range's rate is of what it populated # SKIP cannot mount a tmpfs"
+fi
+rmdir "$m"
+
+# Ctrl-C: the call cancelled, the report printed, exit 130, the file this
+# run created removed. Big enough to take over 0.1 s at 10 GB/s
+avail=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+kib=$((avail / 2 < 4194304 ? avail / 2 : 4194304))
+"$tool" file --size ${kib}K --threads 1 "$a" > /tmp/cli_test.out \
+	2> /tmp/cli_test.err &
+pid=$!
+sleep 0.1
+kill -INT $pid
+wait $pid
+status=$?
+[ $status = 130 ] && grep -q "Operation canceled" /tmp/cli_test.out &&
+	grep -q "cannot populate $a: .*interrupted" /tmp/cli_test.err &&
+	[ ! -e "$a" ]
+ok $? "file: Ctrl-C reports what was done, exit 130, the new file removed"
+rm -f "$a"
+
+# In a container's default seccomp profile the NUMA calls are refused: the
+# tool populates there as the library does, and counts pages without nodes
+sandbox=$here/sandbox
+if [ -x "$sandbox" ] && "$sandbox" --refuse numa true 2> /dev/null; then
+	out=$("$sandbox" --refuse numa "$tool" populate --size 64M \
+		2> /tmp/cli_test.err)
+	status=$?
+	[ $status = 0 ] &&
+		grep -q "page placement cannot be read here" /tmp/cli_test.err &&
+		echo "$out" | grep -q "^verified  16384 of 16384 pages present"
+	ok $? "populate with the NUMA calls refused: populated, verified, said so"
+else
+	ok 0 "populate with the NUMA calls refused # SKIP no seccomp sandbox here"
+fi
+
+# Transparent huge pages asked for, and counted in the report
+thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2> /dev/null)
+run populate --size 64M --thp --json
+case $thp in
+*"[never]"*|"")
+	ok 0 "populate --thp: huge pages counted # SKIP THP is off" ;;
+*)
+	[ $status = 0 ] && echo "$out" | grep -q '"thp_bytes": [1-9]'
+	ok $? "populate --thp: transparent huge pages used and counted" ;;
+esac
 
 run file --size 1M
 [ $status = 2 ] && grep -q "usage: memprepop file" /tmp/cli_test.err

@@ -85,7 +85,7 @@ int parse_placement(struct placement *pl, int mode, const char *nodes)
 
 /*
  * The options of the whole call, wherever they stand: --lock, --threads,
- * --borrow-cpus, --fallback, --json. True when @c was one; *bad set if its
+ * --borrow-cpus, --fallback, --json, --overcommit. True when @c was one; *bad set if its
  * value was.
  */
 bool call_option(int c, const char *arg, struct memprepop_opts *opts,
@@ -108,6 +108,9 @@ bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 		return true;
 	case OPT_JSON:
 		run->json = true;
+		return true;
+	case OPT_OVERCOMMIT:
+		run->overcommit = true;
 		return true;
 	default:
 		return false;

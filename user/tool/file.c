@@ -7,10 +7,15 @@
  *
  * Options before the first PATH apply to every file; --size and the
  * placement options after a PATH apply to that file alone.
+ *
+ * Every file is checked before any is created or grown; a refusal, a
+ * failure or Ctrl-C removes the files this run created and gives those it
+ * grew their size back.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <linux/magic.h>
 #include <numa.h>
 #include <numaif.h>
@@ -34,6 +39,7 @@ static const struct option file_opts[] = {
 	{ "interleave", required_argument, NULL, OPT_INTERLEAVE },
 	{ "preferred", required_argument, NULL, OPT_PREFERRED },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "overcommit", no_argument, NULL, OPT_OVERCOMMIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -63,6 +69,10 @@ struct file {
 	struct placement placement;
 	int fd;
 	void *mem;
+	bool exists;		/* before this run */
+	off_t old_size;		/* then, its size */
+	uint64_t allocated;	/* and the bytes of it in memory */
+	bool created, grown;	/* by this run: undone if it fails */
 };
 
 struct file_args {
@@ -85,6 +95,7 @@ static struct file *add_file(struct file_args *a, const char *path)
 	f = &files[a->n++];
 	*f = a->defaults;
 	f->run.what = path;
+	f->run.file = true;
 	f->fd = -1;
 	return f;
 }
@@ -148,8 +159,12 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 	return 0;
 }
 
-/* Opens, sizes and maps the file, and sets its policy; 0, or the status */
-static int map_file(struct file *f)
+/*
+ * Checks the file without changing anything: its file system (of the
+ * directory it would be created in, when it is not there), its size and
+ * page size; 0, or the exit status after one line saying why
+ */
+static int check_file(struct file *f)
 {
 	const char *path = f->run.what;
 	struct statfs sfs;
@@ -159,11 +174,27 @@ static int map_file(struct file *f)
 	/* Its place is final now that every PATH is in */
 	f->run.placement = &f->placement;
 	f->run.page_size = sysconf(_SC_PAGESIZE);
-	f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (f->fd < 0 || fstatfs(f->fd, &sfs) || fstat(f->fd, &st)) {
+	if (!stat(path, &st)) {
+		f->exists = true;
+		f->old_size = st.st_size;
+		f->allocated = (uint64_t)st.st_blocks * 512;
+		ret = statfs(path, &sfs);
+	} else if (errno == ENOENT) {
+		char *dir = strdup(path);
+
+		ret = dir ? statfs(dirname(dir), &sfs) : -1;
+		free(dir);
+	} else {
+		ret = -1;
+	}
+	if (ret) {
 		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
 			strerror(errno));
 		return 1;
+	}
+	if (f->exists && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
+		return 2;
 	}
 	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
 		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
@@ -173,19 +204,40 @@ static int map_file(struct file *f)
 	if (sfs.f_type == HUGETLBFS_MAGIC)
 		f->run.page_size = sfs.f_bsize;
 	if (!f->run.size)
-		f->run.size = st.st_size;
+		f->run.size = f->old_size;
 	f->run.size = (f->run.size + f->run.page_size - 1) &
 		      ~(f->run.page_size - 1);
 	if (!f->run.size) {
-		fprintf(stderr, "%s: %s is empty: give --size\n", prog, path);
+		fprintf(stderr, "%s: %s is %s: give --size\n", prog, path,
+			f->exists ? "empty" : "not there");
 		return 2;
 	}
-	if ((uint64_t)st.st_size < f->run.size &&
-	    ftruncate(f->fd, f->run.size)) {
-		fprintf(stderr, "%s: cannot grow %s to %llu bytes: %s\n", prog,
-			path, (unsigned long long)f->run.size,
+	return 0;
+}
+
+/* Opens (creates), grows and maps the checked file, and sets its policy */
+static int map_file(struct file *f)
+{
+	const char *path = f->run.what;
+	int ret;
+
+	f->fd = open(path, O_RDWR | O_CLOEXEC | (f->exists ? 0 : O_CREAT |
+						  O_EXCL), 0600);
+	if (f->fd < 0) {
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
 			strerror(errno));
 		return 1;
+	}
+	f->created = !f->exists;
+	if ((uint64_t)f->old_size < f->run.size) {
+		if (ftruncate(f->fd, f->run.size)) {
+			fprintf(stderr, "%s: cannot grow %s to %llu bytes: "
+				"%s\n", prog, path,
+				(unsigned long long)f->run.size,
+				strerror(errno));
+			return 1;
+		}
+		f->grown = true;
 	}
 	f->mem = mmap(NULL, f->run.size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      f->fd, 0);
@@ -204,12 +256,44 @@ static int map_file(struct file *f)
 	return 0;
 }
 
+/* What this run did to the file, undone: created, removed; grown, shrunk */
+static void undo_file(struct file *f)
+{
+	if (f->created && !unlink(f->run.what))
+		fprintf(stderr, "%s: removed %s, which this run created\n",
+			prog, f->run.what);
+	else if (f->grown && f->fd >= 0 && !ftruncate(f->fd, f->old_size))
+		fprintf(stderr, "%s: %s has its size of before again\n", prog,
+			f->run.what);
+}
+
+/*
+ * What the files do not have in memory yet must fit in what their nodes
+ * can give (tmpfs and hugetlbfs count a file's pages in its blocks)
+ */
+static int check_files_room(struct file_args *a)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < a->n; i++) {
+		struct file *f = &a->files[i];
+
+		f->run.overcommit = a->all.overcommit;
+		f->run.lock = a->all.lock;
+		ret = check_room(&f->run, f->run.size > f->allocated ?
+				 f->run.size - f->allocated : 0);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Where each file's pages are, and the totals; 0, or the exit status */
 static int count_pages(struct file_args *a)
 {
 	unsigned int nr = numa_num_possible_nodes() > 0 ?
 			  numa_num_possible_nodes() : 1, i, node;
-	int ret;
 
 	a->all.nr_nodes = nr;
 	a->all.node_pages = calloc(nr, sizeof(uint64_t));
@@ -218,20 +302,15 @@ static int count_pages(struct file_args *a)
 	for (i = 0; i < a->n; i++) {
 		struct run *run = &a->files[i].run;
 
-		run->nr_nodes = nr;
-		run->node_pages = calloc(nr, sizeof(uint64_t));
-		ret = run->node_pages ?
-		      memprepop_node_pages(a->files[i].mem, run->size,
-					   run->node_pages, nr) : -ENOMEM;
-		if (ret) {
-			fprintf(stderr, "%s: cannot read page placement: %s\n",
-				prog, strerror(-ret));
+		if (count_present(run, a->files[i].mem)) {
+			fprintf(stderr, "%s: out of memory\n", prog);
 			return 1;
 		}
-		for (node = 0; node < nr; node++) {
-			run->present += run->node_pages[node];
+		/* Per node only where every file's placement could be read */
+		if (!run->nr_nodes)
+			a->all.nr_nodes = 0;
+		for (node = 0; node < run->nr_nodes && node < nr; node++)
 			a->all.node_pages[node] += run->node_pages[node];
-		}
 		a->all.present += run->present;
 	}
 	return 0;
@@ -256,6 +335,7 @@ static int populate_files(struct file_args *a)
 		ranges[i].len = a->files[i].run.size;
 		a->all.size += a->files[i].run.size;
 	}
+	catch_interrupt();
 	progress_bar_start();
 	memprepop_populate_ranges(ranges, a->n, &a->opts, &a->all.res);
 	progress_bar_end();
@@ -268,8 +348,8 @@ static int populate_files(struct file_args *a)
 		run->res.populated = run->populated = ranges[i].populated;
 		run->error = ranges[i].error;
 		if (run->error) {
-			explain_failure(run, a->files[i].mem, run->error);
-			status = 1;
+			explain_failure(run, run->error);
+			status = interrupted() ? EXIT_INTERRUPTED : 1;
 		}
 	}
 	free(ranges);
@@ -302,6 +382,10 @@ int cmd_file(int argc, char **argv)
 	ret = parse_file_args(argc, argv, &a);
 	if (!ret) {
 		for (i = 0; i < a.n && !ret; i++)
+			ret = check_file(&a.files[i]);
+		if (!ret)
+			ret = check_files_room(&a);
+		for (i = 0; i < a.n && !ret; i++)
 			ret = map_file(&a.files[i]);
 		if (!ret)
 			ret = populate_files(&a);
@@ -311,6 +395,8 @@ int cmd_file(int argc, char **argv)
 	for (i = 0; i < a.n; i++) {
 		if (a.files[i].mem)
 			munmap(a.files[i].mem, a.files[i].run.size);
+		if (ret)
+			undo_file(&a.files[i]);
 		if (a.files[i].fd >= 0)
 			close(a.files[i].fd);
 		free(a.files[i].run.node_pages);

@@ -28,6 +28,8 @@ static const struct option populate_opts[] = {
 	{ "interleave", required_argument, NULL, OPT_INTERLEAVE },
 	{ "preferred", required_argument, NULL, OPT_PREFERRED },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "thp", no_argument, NULL, OPT_THP },
+	{ "overcommit", no_argument, NULL, OPT_OVERCOMMIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -41,6 +43,9 @@ const char placement_help[] =
 	"too (placement\n"
 	"                        unchanged)\n"
 	"  -f, --fallback        do not use the kernel module\n"
+	"      --overcommit      go on with a size the nodes cannot give "
+	"(refused\n"
+	"                        otherwise)\n"
 	"      --json            one JSON object on stdout, no progress bar\n"
 	"  -h, --help            this text\n";
 
@@ -57,6 +62,8 @@ static void usage_populate(FILE *f)
 		"1024)\n"
 		"      --hugetlb 2M|1G   hugetlb pages of that size\n"
 		"      --shared          a shared mapping (shmem)\n"
+		"      --thp             transparent huge pages "
+		"(MADV_HUGEPAGE)\n"
 		"  -l, --lock            lock it (mlock2 MLOCK_ONFAULT: each "
 		"page locked\n"
 		"                        where its policy placed it)\n"
@@ -113,6 +120,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->map_flags = (a->map_flags & ~MAP_PRIVATE) |
 				       MAP_SHARED;
 			break;
+		case OPT_THP:
+			a->run.thp = true;
+			break;
 		case OPT_MEMBIND:
 		case OPT_INTERLEAVE:
 		case OPT_PREFERRED:
@@ -127,8 +137,18 @@ static int parse_args(int argc, char **argv, struct args *a)
 		if (ret)
 			return ret;
 	}
-	if (optind != argc || !a->run.size) {
-		usage_populate(stderr);
+	if (optind != argc) {
+		fprintf(stderr, "%s: populate takes no operand: '%s'\n", prog,
+			argv[optind]);
+		return 2;
+	}
+	if (!a->run.size) {
+		fprintf(stderr, "%s: populate needs --size\n", prog);
+		return 2;
+	}
+	if (a->run.thp && (a->map_flags & MAP_HUGETLB)) {
+		fprintf(stderr, "%s: --thp and --hugetlb exclude each other\n",
+			prog);
 		return 2;
 	}
 	a->run.progress = !a->run.json && isatty(STDERR_FILENO);
@@ -139,7 +159,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 static int populate_and_report(struct args *a, void *mem)
 {
 	uint64_t pages = a->run.size / sysconf(_SC_PAGESIZE);
-	unsigned int node;
 	int ret;
 
 	ret = apply_placement(&a->placement, mem, a->run.size);
@@ -148,29 +167,25 @@ static int populate_and_report(struct args *a, void *mem)
 			strerror(-ret));
 		return 1;
 	}
+	if (a->run.thp && madvise(mem, a->run.size, MADV_HUGEPAGE)) {
+		fprintf(stderr, "%s: cannot use transparent huge pages: %s\n",
+			prog, strerror(errno));
+		return 1;
+	}
+	catch_interrupt();
 	progress_bar_start();
 	ret = memprepop_populate(mem, a->run.size, &a->opts, &a->run.res);
 	progress_bar_end();
 	if (ret) {
-		explain_failure(&a->run, mem, ret);
-		return 1;
+		explain_failure(&a->run, ret);
+		return interrupted() ? EXIT_INTERRUPTED : 1;
 	}
+	a->run.thp_bytes = thp_bytes(mem);
 
-	/* Every node: a page on any of them counts as present */
-	a->run.nr_nodes = numa_num_possible_nodes() > 0 ?
-			  numa_num_possible_nodes() : 1;
-	a->run.node_pages = calloc(a->run.nr_nodes, sizeof(uint64_t));
-	ret = a->run.node_pages ? memprepop_node_pages(mem, a->run.size,
-						       a->run.node_pages,
-						       a->run.nr_nodes) :
-				  -ENOMEM;
-	if (ret) {
-		fprintf(stderr, "%s: cannot read page placement: %s\n", prog,
-			strerror(-ret));
+	if (count_present(&a->run, mem)) {
+		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
-	for (node = 0; node < a->run.nr_nodes; node++)
-		a->run.present += a->run.node_pages[node];
 	report(&a->run);
 	if (a->run.present != pages) {
 		fprintf(stderr, "%s: only %llu of %llu pages are present\n",
@@ -194,6 +209,9 @@ int cmd_populate(int argc, char **argv)
 	a.run.size = (a.run.size + a.run.page_size - 1) & ~(a.run.page_size - 1);
 	a.run.what = a.map_flags & MAP_SHARED ? "shared" :
 		     a.map_flags & MAP_HUGETLB ? "hugetlb" : "anonymous";
+	ret = check_room(&a.run, a.run.size);
+	if (ret)
+		return ret;
 
 	mem = mmap(NULL, a.run.size, PROT_READ | PROT_WRITE,
 		   a.map_flags | MAP_NORESERVE, -1, 0);

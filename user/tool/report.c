@@ -3,8 +3,11 @@
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +24,26 @@ static double now(void)
 
 static double bar_start;
 static bool bar_drawn;
+static volatile sig_atomic_t got_sigint;
+
+static void on_sigint(int sig __attribute__((unused)))
+{
+	got_sigint = 1;
+}
+
+/* Ctrl-C cancels the call (progress_bar() says so), which then reports */
+void catch_interrupt(void)
+{
+	struct sigaction sa = { .sa_handler = on_sigint };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+bool interrupted(void)
+{
+	return got_sigint;
+}
 
 void progress_bar_start(void)
 {
@@ -28,13 +51,18 @@ void progress_bar_start(void)
 	bar_drawn = false;
 }
 
-/* On a terminal, for runs over a second: percentage, rate and ETA */
+/*
+ * On a terminal, for runs over a second: percentage, rate and ETA. Cancels
+ * the call after Ctrl-C.
+ */
 int progress_bar(uint64_t done, uint64_t total, void *arg)
 {
 	const struct run *run = arg;
 	double elapsed = now() - bar_start, rate;
 	int width = 30, fill;
 
+	if (got_sigint)
+		return 1;
 	if (!run->progress || elapsed < 1.0 || !total || done >= total)
 		return 0;
 	rate = done / elapsed;
@@ -68,7 +96,7 @@ static const char *policy_name(int mode)
 	}
 }
 
-static void size_text(char *buf, size_t n, uint64_t bytes)
+void size_text(char *buf, size_t n, uint64_t bytes)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double v = bytes;
@@ -115,6 +143,12 @@ static void json_nodes(const struct run *run)
 	printf("}");
 }
 
+/* The rate of what the call populated, not of what it was asked to */
+static double gbps(const struct run *run, double secs)
+{
+	return secs > 0 ? run->res.populated / secs / 1e9 : 0.0;
+}
+
 static void report_json(const struct run *run, double secs)
 {
 	const struct placement *pl = run->placement;
@@ -126,23 +160,29 @@ static void report_json(const struct run *run, double secs)
 	       "\"present_pages\": %llu, \"nodes\": ",
 	       (unsigned long long)run->size, run->what, run->page_size,
 	       policy_name(pl->mode), pl->text ? pl->text : "",
-	       run->lock ? "true" : "false", secs,
-	       secs > 0 ? run->size / secs / 1e9 : 0.0,
+	       run->lock ? "true" : "false", secs, gbps(run, secs),
 	       memprepop_backend_name(run->res.backend), run->res.workers,
 	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
 	       (unsigned long long)run->present);
 	json_nodes(run);
-	printf("}\n");
+	printf(", \"populated\": %llu, \"thp_bytes\": %llu}\n",
+	       (unsigned long long)run->res.populated,
+	       (unsigned long long)run->thp_bytes);
 }
 
 /* How the call went: the lines populate and file share */
 static void report_call(const struct run *run)
 {
 	double secs = run->res.nsecs / 1e9;
+	char buf[32];
 
 	printf("locked    %s\n", run->lock ? "yes" : "no");
 	printf("seconds   %.3f\n", secs);
-	printf("GB/s      %.2f\n", secs > 0 ? run->size / secs / 1e9 : 0.0);
+	if (run->res.populated != run->size) {
+		size_text(buf, sizeof(buf), run->res.populated);
+		printf("populated %s\n", buf);
+	}
+	printf("GB/s      %.2f\n", gbps(run, secs));
 	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
 	printf("workers   %u\n", run->res.workers);
 	printf("verified  %llu of %llu pages present\n",
@@ -166,7 +206,12 @@ void report(const struct run *run)
 	printf("size      %s (%llu bytes)\n", buf,
 	       (unsigned long long)run->size);
 	size_text(buf, sizeof(buf), run->page_size);
-	printf("memory    %s, %s pages\n", run->what, buf);
+	printf("memory    %s, %s pages", run->what, buf);
+	if (run->thp || run->thp_bytes) {
+		size_text(buf, sizeof(buf), run->thp_bytes);
+		printf(", %s of it in transparent huge pages", buf);
+	}
+	printf("\n");
 	printf("policy    %s%s%s\n", policy_name(pl->mode),
 	       pl->text ? " " : "", pl->text ? pl->text : "");
 	report_call(run);
@@ -186,8 +231,7 @@ static void report_files_json(const struct run *const *files, unsigned int n,
 	       "\"seconds\": %.6f, \"gbps\": %.3f, \"backend\": \"%s\", "
 	       "\"workers\": %u, \"pages\": %llu, \"present_pages\": %llu, "
 	       "\"nodes\": ", (unsigned long long)all->size, n,
-	       all->lock ? "true" : "false", secs,
-	       secs > 0 ? all->size / secs / 1e9 : 0.0,
+	       all->lock ? "true" : "false", secs, gbps(all, secs),
 	       memprepop_backend_name(all->res.backend), all->res.workers,
 	       (unsigned long long)(all->size / psz),
 	       (unsigned long long)all->present);
@@ -302,12 +346,18 @@ void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
 }
 
 /* One line: what failed, why, and how far it got */
-void explain_failure(const struct run *run, void *addr, int err)
+void explain_failure(const struct run *run, int err)
 {
 	char buf[32];
 
-	fprintf(stderr, "%s: cannot populate %p: %s (", prog, addr,
-		strerror(-err));
+	if (run->file) {
+		fprintf(stderr, "%s: cannot populate %s: %s (", prog, run->what,
+			strerror(-err));
+	} else {
+		size_text(buf, sizeof(buf), run->size);
+		fprintf(stderr, "%s: cannot populate %s of %s memory: %s (",
+			prog, buf, run->what, strerror(-err));
+	}
 	if (err == -EFAULT && run->page_size > (size_t)sysconf(_SC_PAGESIZE)) {
 		size_text(buf, sizeof(buf), run->page_size);
 		fprintf(stderr, "hugetlb %s pool exhausted: ", buf);
@@ -333,10 +383,107 @@ void explain_failure(const struct run *run, void *addr, int err)
 			"5.14): load the module", MEMPREPOP_DEVICE);
 	} else if (err == -EINVAL) {
 		fprintf(stderr, "a mapping in the range cannot be written");
+	} else if (err == -ECANCELED && got_sigint) {
+		fprintf(stderr, "interrupted");
 	} else {
 		fprintf(stderr, "backend %s",
 			memprepop_backend_name(run->res.backend));
 	}
 	size_text(buf, sizeof(buf), run->res.populated);
 	fprintf(stderr, "; %s of the range populated)\n", buf);
+}
+
+/*
+ * How much of the mapping at @addr is in transparent huge pages, from
+ * /proc/self/smaps (AnonHugePages, or ShmemPmdMapped for shmem); 0 when
+ * it cannot be read
+ */
+uint64_t thp_bytes(const void *addr)
+{
+	unsigned long start = (unsigned long)addr, from, to, v;
+	uint64_t kb = 0;
+	bool in = false;
+	char line[256];
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &from, &to) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			if (in)
+				break;
+			in = from == start;
+			continue;
+		}
+		if (in && (sscanf(line, "AnonHugePages: %lu kB", &v) == 1 ||
+			   sscanf(line, "ShmemPmdMapped: %lu kB", &v) == 1))
+			kb += v;
+	}
+	fclose(f);
+	return kb << 10;
+}
+
+/* Pages of [@addr, @addr + @len) in memory, by mincore(2); -errno */
+static int64_t resident_pages(const void *addr, size_t len)
+{
+	size_t psz = sysconf(_SC_PAGESIZE), chunk = 1 << 16, i, n;
+	unsigned char *vec = malloc(chunk);
+	int64_t nr = 0;
+
+	if (!vec)
+		return -ENOMEM;
+	for (size_t off = 0; off < len; off += n * psz) {
+		n = (len - off) / psz < chunk ? (len - off) / psz : chunk;
+		if (mincore((char *)addr + off, n * psz, vec)) {
+			nr = -errno;
+			break;
+		}
+		for (i = 0; i < n; i++)
+			nr += vec[i] & 1;
+	}
+	free(vec);
+	return nr;
+}
+
+/**
+ * count_present() - where the pages of @run's mapping at @addr are
+ * @run: its size; its node_pages (allocated here, every possible node),
+ *	nr_nodes and present are set
+ * @addr: the mapping
+ *
+ * By memprepop_node_pages(3); where the NUMA system calls are refused (a
+ * container's seccomp profile, say), by mincore(2) alone, with one line
+ * saying so and no pages per node (nr_nodes 0).
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int count_present(struct run *run, const void *addr)
+{
+	unsigned int node;
+	int64_t nr;
+	int ret;
+
+	run->nr_nodes = numa_num_possible_nodes() > 0 ?
+			numa_num_possible_nodes() : 1;
+	run->node_pages = calloc(run->nr_nodes, sizeof(uint64_t));
+	if (!run->node_pages)
+		return -ENOMEM;
+	ret = memprepop_node_pages((void *)addr, run->size, run->node_pages,
+				   run->nr_nodes);
+	if (!ret) {
+		for (node = 0; node < run->nr_nodes; node++)
+			run->present += run->node_pages[node];
+		return 0;
+	}
+	if (ret == -ENOMEM)
+		return ret;
+	nr = resident_pages(addr, run->size);
+	fprintf(stderr, "%s: %s%spage placement cannot be read here (%s): "
+		"pages counted by mincore(2), not per node\n", prog,
+		run->file ? run->what : "", run->file ? ": " : "",
+		strerror(-ret));
+	run->nr_nodes = 0;
+	run->present = nr > 0 ? nr : 0;
+	return 0;
 }

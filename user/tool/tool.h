@@ -27,7 +27,7 @@ struct run;
 /* Long options without a short one, shared by populate and file */
 enum {
 	OPT_MEMBIND = 256, OPT_INTERLEAVE, OPT_PREFERRED, OPT_JSON,
-	OPT_HUGETLB, OPT_SHARED, OPT_BORROW_CPUS,
+	OPT_HUGETLB, OPT_SHARED, OPT_BORROW_CPUS, OPT_OVERCOMMIT, OPT_THP,
 };
 
 int parse_placement(struct placement *pl, int mode, const char *nodes);
@@ -48,9 +48,11 @@ extern const char placement_help[];
 /* report.c */
 struct run {
 	const char *what;	/* "anonymous", "shared", a file's path */
+	bool file;		/* @what is a path */
 	uint64_t size;
 	size_t page_size;	/* of the mapping: 4 KiB, 2 MiB, 1 GiB */
-	bool lock, json, progress;
+	bool lock, json, progress, overcommit, thp;
+	uint64_t thp_bytes;	/* in transparent huge pages, afterwards */
 	const struct placement *placement;
 	struct memprepop_result res;
 	uint64_t *node_pages;	/* base pages on each node, afterwards */
@@ -68,7 +70,20 @@ void hugetlb_pools(FILE *f, size_t page_size, const char *sep);
 void report(const struct run *run);
 void report_files(const struct run *const *files, unsigned int n,
 		  const struct run *all);
-void explain_failure(const struct run *run, void *addr, int err);
+void explain_failure(const struct run *run, int err);
+void size_text(char *buf, size_t n, uint64_t bytes);
+void catch_interrupt(void);
+bool interrupted(void);
+uint64_t thp_bytes(const void *addr);
+int count_present(struct run *run, const void *addr);
+
+/* room.c */
+uint64_t room_for(const struct placement *pl, size_t page_size, bool swap,
+		  char *nodes, size_t len);
+int check_room(const struct run *run, uint64_t need);
+
+/* Exit status after Ctrl-C, as a shell reports SIGINT */
+#define EXIT_INTERRUPTED	130
 
 /* subcommands */
 int cmd_populate(int argc, char **argv);
