@@ -58,7 +58,8 @@ LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
 .PHONY: bench-virtio-mem all deps module lib tool selftests examples docs bench bench-vm \
 	bench-vmm bench-vmm-vm bench-qemu bench-qemu-vm \
 	htmldocs clean vm demo ksft-install install install-user install-module \
-	install-dkms-source uninstall
+	install-dkms-source uninstall uninstall-module install-udev \
+	uninstall-udev
 
 # `make`: everything this machine can build; what it cannot (the module
 # without a kernel build tree, the selftests without linux-source) is named,
@@ -258,9 +259,14 @@ bench-qemu-vm: deps
 		--vm $(B)/qemu-$(QEMU_SERIES)/initramfs.cpio $(VM_KVER)
 
 # --- install --------------------------------------------------------------------
-# udev reads /usr/lib/udev/rules.d whatever PREFIX is
-UDEVRULESDIR	?= /usr/lib/udev/rules.d
+# make install puts the library, headers, pkg-config file, tool, man pages and
+# examples under DESTDIR + PREFIX, and nothing anywhere else; make uninstall
+# removes them. The system's parts have targets of their own, for root:
+# install-module (the running kernel, or KDIR=), install-udev (the rule that
+# gives /dev/memprepop to the kvm group) and install-dkms-source.
 DOCDIR		?= $(PREFIX)/share/doc/memprepop
+# udev reads /usr/lib/udev/rules.d (and /etc/udev/rules.d) whatever PREFIX is
+UDEVRULESDIR	?= /usr/lib/udev/rules.d
 DKMS_SRC	= /usr/src/memprepop-$(VERSION)
 # The kernel header under the library's own directory, never linux-libc-dev's
 # /usr/include/linux: pkg-config --cflags names it
@@ -271,18 +277,38 @@ INSTALLED	= $(BINDIR)/memprepop $(LIBDIR)/libmemprepop.a \
 		  $(LIBDIR)/pkgconfig/memprepop.pc $(INCLUDEDIR)/memprepop.h \
 		  $(UAPI_INCLUDEDIR)/linux/memprepop.h \
 		  $(INCLUDEDIR)/memprepop/version.h \
-		  $(UDEVRULESDIR)/60-memprepop.rules \
 		  $(DOCDIR)/examples/modules-load.d/memprepop.conf \
+		  $(DOCDIR)/examples/udev/60-memprepop.rules \
 		  $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+# install-module's kernel: the running one unless KDIR is given
+INSTALL_KDIR	= $(if $(filter command line environment,$(origin KDIR)),$(KDIR),$(RUNNING_KDIR))
+INSTALL_KREL	= $(shell sed -n 's/.*UTS_RELEASE "\(.*\)"/\1/p' \
+		  $(INSTALL_KDIR)/include/generated/utsrelease.h 2>/dev/null)
 
-install: install-user install-module
+install: install-user
 
 # The module, through kbuild, into /lib/modules/<version>/extra/kmod/
 # (unsigned: signing needs the kernel's build key, which headers lack)
-install-module: module
-	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=extra \
+install-module:
+	@test -f $(INSTALL_KDIR)/Makefile || { echo "install-module: no" \
+	  "headers in $(INSTALL_KDIR) (apt install linux-headers-$$(uname -r)," \
+	  "or KDIR=)" >&2; exit 1; }
+	$(MAKE) -C $(INSTALL_KDIR) M=$(CURDIR) modules
+	$(MAKE) -C $(INSTALL_KDIR) M=$(CURDIR) INSTALL_MOD_DIR=extra \
 		CONFIG_MODULE_SIG_ALL= \
 		$(if $(DESTDIR),INSTALL_MOD_PATH=$(DESTDIR)) modules_install
+
+uninstall-module:
+	rm -f $(DESTDIR)/lib/modules/$(INSTALL_KREL)/extra/kmod/memprepop.ko*
+	$(if $(DESTDIR),,depmod $(INSTALL_KREL))
+
+# The rule that makes /dev/memprepop 0660 root:kvm
+install-udev:
+	install -d $(DESTDIR)$(UDEVRULESDIR)
+	install -m 0644 packaging/udev/60-memprepop.rules $(DESTDIR)$(UDEVRULESDIR)/
+
+uninstall-udev:
+	rm -f $(DESTDIR)$(UDEVRULESDIR)/60-memprepop.rules
 
 # The module's source where DKMS looks for it (the memprepop-dkms package)
 install-dkms-source: $(DKMS_CONF)
@@ -299,8 +325,9 @@ install-dkms-source: $(DKMS_CONF)
 
 install-user: lib tool docs
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(UAPI_INCLUDEDIR)/linux $(DESTDIR)$(UDEVRULESDIR) \
-		$(DESTDIR)$(DOCDIR)/examples/modules-load.d
+		$(DESTDIR)$(UAPI_INCLUDEDIR)/linux \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d \
+		$(DESTDIR)$(DOCDIR)/examples/udev
 	install -m 0755 $(TOOL) $(DESTDIR)$(BINDIR)/memprepop
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
@@ -310,19 +337,20 @@ install-user: lib tool docs
 	install -m 0644 user/include/memprepop.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 0644 $(VERSION_H) $(DESTDIR)$(INCLUDEDIR)/memprepop/
 	install -m 0644 uapi/linux/memprepop.h $(DESTDIR)$(UAPI_INCLUDEDIR)/linux/
-	install -m 0644 packaging/udev/60-memprepop.rules $(DESTDIR)$(UDEVRULESDIR)/
 	install -m 0644 packaging/modules-load.d/memprepop.conf \
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/
+	install -m 0644 packaging/udev/60-memprepop.rules \
+		$(DESTDIR)$(DOCDIR)/examples/udev/
 	for m in $(MANPAGES); do \
 	  s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR),$(INSTALLED)) \
-		$(DESTDIR)/lib/modules/$(KRELEASE)/extra/kmod/memprepop.ko*
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
 	-rmdir $(DESTDIR)$(UAPI_INCLUDEDIR)/linux $(DESTDIR)$(UAPI_INCLUDEDIR) \
-		2>/dev/null
-	$(if $(DESTDIR),,depmod $(KRELEASE))
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d \
+		$(DESTDIR)$(DOCDIR)/examples/udev $(DESTDIR)$(DOCDIR)/examples \
+		$(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean 2>/dev/null
