@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..31"
+echo "1..38"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -36,8 +36,26 @@ ok $? "zero threads: exit 2"
 run populate --size 1M --hugetlb 3M; [ $status = 2 ]
 ok $? "bad hugetlb size: exit 2"
 run populate --size 1M --membind 4095
-[ $status = 2 ] && [ "$(cat /tmp/cli_test.err)" = "memprepop: bad node list: '4095'" ]
-ok $? "node out of range: exit 2, the tool's one line, not libnuma's"
+[ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+	grep -q "^memprepop: no node 4095 here .*: nodes with memory are [0-9]" \
+		/tmp/cli_test.err
+ok $? "node out of range: exit 2, the tool's one line naming the nodes there"
+run populate --size 1M --membind ''
+[ $status = 2 ] && grep -q "bad node list: ''" /tmp/cli_test.err
+ok $? "empty node list: exit 2"
+run populate --size 1M --membind 0 --interleave 0
+[ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+	grep -q "one of --membind, --interleave, --preferred" /tmp/cli_test.err
+ok $? "two placements: exit 2, not the last one silently"
+run populate --size 1M --frobnicate
+[ $status = 2 ] && [ "$(cat /tmp/cli_test.err)" = "memprepop populate: unknown option '--frobnicate' ('memprepop populate --help' lists them)" ]
+ok $? "unknown option: exit 2, one line naming it and the command"
+run populate --size 1M stray
+[ $status = 2 ] && grep -q "populate takes no operand: 'stray'" /tmp/cli_test.err
+ok $? "stray operand: exit 2, named"
+run --help
+echo "$out" | grep -q -- "--version"
+ok $? "--help mentions --version"
 
 run populate --size 64M --json
 json_ok=1
@@ -229,6 +247,26 @@ status=$?
 	[ ! -e "$a" ]
 ok $? "file: Ctrl-C reports what was done, exit 130, the new file removed"
 rm -f "$a"
+
+# JSON as the text: the nodes "all" names, every node up to the highest,
+# and an object also when populating failed
+nodes=$(ls -d /sys/devices/system/node/node[0-9]* 2> /dev/null | wc -l)
+run populate --size 1M --interleave all --json
+[ $status = 0 ] && ! echo "$out" | grep -q '"policy_nodes": "all"' &&
+	{ [ "$nodes" = 0 ] ||
+	  [ "$(echo "$out" | sed 's/.*"nodes": {\([^}]*\)}.*/\1/' |
+	       tr ',' '\n' | wc -l)" -ge "$nodes" ]; }
+ok $? "populate --json: policy_nodes resolved, a count for every node"
+free1g=$(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages \
+	 2> /dev/null || echo 0)
+if [ "$free1g" = 0 ]; then
+	run populate --size 1G --hugetlb 1G --overcommit --json
+	[ $status = 1 ] && echo "$out" | grep -q '"error": -[0-9]' &&
+		echo "$out" | grep -q '"populated": 0'
+	ok $? "populate --json that fails: the object, with its error"
+else
+	ok 0 "populate --json that fails # SKIP 1 GiB pages are free here"
+fi
 
 # In a container's default seccomp profile the NUMA calls are refused: the
 # tool populates there as the library does, and counts pages without nodes

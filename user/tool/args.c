@@ -66,7 +66,35 @@ void numa_error(char *where __attribute__((unused)))
 {
 }
 
-/* 0, -ENOSYS without NUMA, or -EINVAL for a node list libnuma does not take */
+/* @mask as a node list, "0-2,4"; "none" when empty */
+void nodes_text(struct bitmask *mask, char *buf, size_t len)
+{
+	int node, highest = numa_max_node(), first = -1;
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (node = 0; node <= highest + 1 && used < len; node++) {
+		bool set = node <= highest && numa_bitmask_isbitset(mask, node);
+
+		if (set && first < 0)
+			first = node;
+		if (set || first < 0)
+			continue;
+		used += snprintf(buf + used, len - used, "%s%d", used ? "," : "",
+				 first);
+		if (node - 1 > first && used < len)
+			used += snprintf(buf + used, len - used, "-%d",
+					 node - 1);
+		first = -1;
+	}
+	if (!buf[0])
+		snprintf(buf, len, "none");
+}
+
+/*
+ * 0, -ENOSYS without NUMA, -ENOENT for a node that is not there (or has no
+ * memory), or -EINVAL for a node list libnuma does not take
+ */
 int parse_placement(struct placement *pl, int mode, const char *nodes)
 {
 	if (numa_available() < 0)
@@ -74,12 +102,18 @@ int parse_placement(struct placement *pl, int mode, const char *nodes)
 	if (pl->nodes)
 		numa_bitmask_free(pl->nodes);
 	pl->nodes = numa_parse_nodestring(nodes);
-	if (!pl->nodes)
+	if (!pl->nodes) {
+		/* Well formed, but naming nodes the process cannot use? */
+		if (*nodes && strspn(nodes, "0123456789,-") == strlen(nodes))
+			return -ENOENT;
 		return -EINVAL;
-	if (mode == MPOL_PREFERRED && numa_bitmask_weight(pl->nodes) != 1)
+	}
+	if (!numa_bitmask_weight(pl->nodes) ||
+	    (mode == MPOL_PREFERRED && numa_bitmask_weight(pl->nodes) != 1))
 		return -EINVAL;
 	pl->mode = mode;
 	pl->text = nodes;
+	nodes_text(pl->nodes, pl->list, sizeof(pl->list));
 	return 0;
 }
 
@@ -139,12 +173,30 @@ int option_done(int c, bool ours, const char *bad,
 		usage(stdout);
 		return 1;
 	}
+	if (!ours && (c == '?' || c == ':')) {
+		/* getopt_long() moved past it, with its value if glued to it */
+		const char *opt = cmd_argv[optind - 1];
+
+		if (c == ':')
+			fprintf(stderr, "%s %s: option '%s' needs a value", prog,
+				cmd_argv[0], opt);
+		else if (optopt)
+			fprintf(stderr, "%s %s: unknown option '-%c'", prog,
+				cmd_argv[0], optopt);
+		else
+			fprintf(stderr, "%s %s: unknown option '%s'", prog,
+				cmd_argv[0], opt);
+		fprintf(stderr, " ('%s %s --help' lists them)\n", prog,
+			cmd_argv[0]);
+		return 2;
+	}
 	if (!ours && !call_option(c, optarg, opts, run, &bad)) {
 		usage(stderr);
 		return 2;
 	}
 	if (bad) {
-		fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad, optarg);
+		if (*bad)
+			fprintf(stderr, "%s: bad %s: '%s'\n", prog, bad, optarg);
 		return 2;
 	}
 	return 0;
@@ -154,13 +206,33 @@ int option_done(int c, bool ours, const char *bad,
 const char *placement_option(struct placement *pl, int opt,
 			     const char *nodes)
 {
-	int ret = parse_placement(pl, opt == OPT_MEMBIND ? MPOL_BIND :
-				      opt == OPT_INTERLEAVE ? MPOL_INTERLEAVE :
-				      MPOL_PREFERRED, nodes);
+	struct bitmask *mems;
+	char have[64];
+	int ret;
 
+	if (pl->given)
+		return "placement (one of --membind, --interleave, --preferred)";
+	ret = parse_placement(pl, opt == OPT_MEMBIND ? MPOL_BIND :
+			      opt == OPT_INTERLEAVE ? MPOL_INTERLEAVE :
+			      MPOL_PREFERRED, nodes);
+	pl->given = true;
 	if (!ret)
 		return NULL;
-	return ret == -ENOSYS ? "node list (no NUMA)" : "node list";
+	if (ret == -ENOSYS)
+		return "node list (no NUMA)";
+	if (ret != -ENOENT)
+		return opt == OPT_PREFERRED ? "node (one node)" : "node list";
+	mems = numa_get_mems_allowed();
+	if (mems && numa_bitmask_weight(mems))
+		nodes_text(mems, have, sizeof(have));
+	else
+		snprintf(have, sizeof(have), "unknown");
+	if (mems)
+		numa_bitmask_free(mems);
+	fprintf(stderr, "%s: no node %s here that this process may use: "
+		"nodes with memory are %s\n", prog, nodes, have);
+	/* Said: option_done() adds nothing */
+	return "";
 }
 
 /* mbind() the mapping: before any page is touched, so nothing moves */

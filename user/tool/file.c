@@ -94,6 +94,7 @@ static struct file *add_file(struct file_args *a, const char *path)
 	a->files = files;
 	f = &files[a->n++];
 	*f = a->defaults;
+	f->placement.given = false;
 	f->run.what = path;
 	f->run.file = true;
 	f->fd = -1;
@@ -115,7 +116,7 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 	a->opts.progress_arg = &a->all;
 
 	/* "-": a PATH comes back as option 1, in its place */
-	while ((c = getopt_long(argc, argv, "-s:lt:fh", file_opts,
+	while ((c = getopt_long(argc, argv, "-:s:lt:fh", file_opts,
 				NULL)) != -1) {
 		bool ours = true;
 		int ret;

@@ -3,12 +3,14 @@
  * memprepop(1): populate memory through libmemprepop, as an operator or a
  * benchmark would, and tell what happened and where the pages went.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tool.h"
 
 const char *prog = "memprepop";
+char **cmd_argv;
 
 static void usage(FILE *f)
 {
@@ -20,7 +22,8 @@ static void usage(FILE *f)
 		"  file      pre-fault a hugetlbfs or tmpfs file for a VMM\n"
 		"  info      the backend, the module, nodes and hugepage pools\n"
 		"\n"
-		"'%s <command> --help' describes a command.\n", prog, prog);
+		"'%s <command> --help' describes a command; '%s --version' "
+		"prints the\nlibrary's version.\n", prog, prog, prog);
 }
 
 int main(int argc, char **argv)
@@ -38,9 +41,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (unsigned int i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
+	/* The subcommands say what was wrong with an option themselves */
+	opterr = 0;
+	for (unsigned int i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (!strcmp(argv[1], cmds[i].name)) {
+			cmd_argv = argv + 1;
 			return cmds[i].fn(argc - 1, argv + 1);
+		}
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage(stdout);
 		return 0;

@@ -92,7 +92,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->opts.progress = progress_bar;
 	a->opts.progress_arg = &a->run;
 
-	while ((c = getopt_long(argc, argv, "s:lt:fh", populate_opts,
+	while ((c = getopt_long(argc, argv, ":s:lt:fh", populate_opts,
 				NULL)) != -1) {
 		bool ours = true;
 		int ret;
@@ -174,19 +174,20 @@ static int populate_and_report(struct args *a, void *mem)
 	}
 	catch_interrupt();
 	progress_bar_start();
-	ret = memprepop_populate(mem, a->run.size, &a->opts, &a->run.res);
+	a->run.error = memprepop_populate(mem, a->run.size, &a->opts,
+					  &a->run.res);
 	progress_bar_end();
-	if (ret) {
-		explain_failure(&a->run, ret);
-		return interrupted() ? EXIT_INTERRUPTED : 1;
-	}
 	a->run.thp_bytes = thp_bytes(mem);
-
 	if (count_present(&a->run, mem)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
+	/* What is there, also after a failure (JSON with its error) */
 	report(&a->run);
+	if (a->run.error) {
+		explain_failure(&a->run, a->run.error);
+		return interrupted() ? EXIT_INTERRUPTED : 1;
+	}
 	if (a->run.present != pages) {
 		fprintf(stderr, "%s: only %llu of %llu pages are present\n",
 			prog, (unsigned long long)a->run.present,

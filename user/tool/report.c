@@ -126,7 +126,21 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
-/* "N": pages, for each node with any */
+/* " 0,1" as given, " all (0-1)" where that differs from the nodes named */
+static const char *placement_text(const struct placement *pl)
+{
+	static char buf[160];
+
+	if (!pl->text)
+		return "";
+	if (!strcmp(pl->text, pl->list))
+		snprintf(buf, sizeof(buf), " %s", pl->text);
+	else
+		snprintf(buf, sizeof(buf), " %s (%s)", pl->text, pl->list);
+	return buf;
+}
+
+/* "N": pages, for each node up to the highest and any other with pages */
 static void json_nodes(const struct run *run)
 {
 	const char *sep = "";
@@ -134,7 +148,8 @@ static void json_nodes(const struct run *run)
 
 	printf("{");
 	for (node = 0; node < run->nr_nodes; node++) {
-		if (!run->node_pages[node])
+		/* As the text: every node up to the highest, and any with pages */
+		if (!run->node_pages[node] && (int)node > highest_node())
 			continue;
 		printf("%s\"%u\": %llu", sep, node,
 		       (unsigned long long)run->node_pages[node]);
@@ -159,15 +174,17 @@ static void report_json(const struct run *run, double secs)
 	       "\"backend\": \"%s\", \"workers\": %u, \"pages\": %llu, "
 	       "\"present_pages\": %llu, \"nodes\": ",
 	       (unsigned long long)run->size, run->what, run->page_size,
-	       policy_name(pl->mode), pl->text ? pl->text : "",
+	       policy_name(pl->mode), pl->text ? pl->list : "",
 	       run->lock ? "true" : "false", secs, gbps(run, secs),
 	       memprepop_backend_name(run->res.backend), run->res.workers,
 	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
 	       (unsigned long long)run->present);
 	json_nodes(run);
-	printf(", \"populated\": %llu, \"thp_bytes\": %llu}\n",
-	       (unsigned long long)run->res.populated,
-	       (unsigned long long)run->thp_bytes);
+	printf(", \"populated\": %llu, \"thp_bytes\": %llu, \"error\": %d, "
+	       "\"error_text\": ", (unsigned long long)run->res.populated,
+	       (unsigned long long)run->thp_bytes, run->error);
+	json_string(run->error ? strerror(-run->error) : "");
+	printf("}\n");
 }
 
 /* How the call went: the lines populate and file share */
@@ -212,8 +229,7 @@ void report(const struct run *run)
 		printf(", %s of it in transparent huge pages", buf);
 	}
 	printf("\n");
-	printf("policy    %s%s%s\n", policy_name(pl->mode),
-	       pl->text ? " " : "", pl->text ? pl->text : "");
+	printf("policy    %s%s\n", policy_name(pl->mode), placement_text(pl));
 	report_call(run);
 	for (node = 0; node < run->nr_nodes; node++)
 		if (run->node_pages[node] || (int)node <= highest)
@@ -247,7 +263,7 @@ static void report_files_json(const struct run *const *files, unsigned int n,
 		       "\"policy\": \"%s\", \"policy_nodes\": ",
 		       (unsigned long long)run->size, run->page_size,
 		       policy_name(pl->mode));
-		json_string(pl->text ? pl->text : "");
+		json_string(pl->text ? pl->list : "");
 		printf(", \"populated\": %llu, \"error\": %d, "
 		       "\"error_text\": ", (unsigned long long)run->populated,
 		       run->error);
@@ -284,9 +300,9 @@ void report_files(const struct run *const *files, unsigned int n,
 		const struct placement *pl = run->placement;
 
 		size_text(buf, sizeof(buf), run->size);
-		printf("file      %s: %s, %s%s%s, %llu of %llu pages present",
+		printf("file      %s: %s, %s%s, %llu of %llu pages present",
 		       run->what, buf, policy_name(pl->mode),
-		       pl->text ? " " : "", pl->text ? pl->text : "",
+		       placement_text(pl),
 		       (unsigned long long)run->present,
 		       (unsigned long long)(run->size / psz));
 		for (node = 0; node < run->nr_nodes; node++)

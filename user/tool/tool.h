@@ -10,6 +10,8 @@
 #include <memprepop.h>
 
 extern const char *prog;
+/* The subcommand's arguments, for messages about them */
+extern char **cmd_argv;
 
 /* args.c */
 uint64_t parse_size(const char *s);
@@ -20,6 +22,8 @@ struct placement {
 	int mode;		/* MPOL_*, MPOL_DEFAULT for none */
 	struct bitmask *nodes;
 	const char *text;	/* as given, for the report */
+	char list[64];		/* the nodes it names, as "0-2,4" */
+	bool given;		/* by an option of this scope (a file's own) */
 };
 
 struct run;
@@ -34,6 +38,7 @@ int parse_placement(struct placement *pl, int mode, const char *nodes);
 const char *placement_option(struct placement *pl, int opt,
 			     const char *nodes);
 int apply_placement(const struct placement *pl, void *addr, size_t len);
+void nodes_text(struct bitmask *mask, char *buf, size_t len);
 
 /* args.c: the call's options that populate and file share */
 bool call_option(int c, const char *arg, struct memprepop_opts *opts,
