@@ -198,14 +198,16 @@ void mpl_fallback_free(struct mpl_job *job)
  * @jobp: set to the job, for mpl_fallback_wait()
  * @pool: the threads to use, or NULL for threads of this job's own
  * @req: the request, kept by the caller until the job is waited for
- * @background: the caller will not take part: at least one thread
+ * @progress: the caller's progress, which may cancel the planning; NULL in
+ *	the background, where the caller will not take part: at least one
+ *	thread then
  *
  * Return: the number of threads started (0: the caller does it all when it
  * waits; in the background, there was nothing to do), or -errno with
  * nothing done. Free the job with mpl_fallback_free() once waited for.
  */
 int mpl_fallback_start(struct mpl_job **jobp, struct mpl_pool *pool,
-		       struct mpl_req *req, bool background)
+		       struct mpl_req *req, struct mpl_progress *progress)
 {
 	struct mpl_job *job = calloc(1, sizeof(*job));
 	unsigned int r, nthreads;
@@ -225,7 +227,7 @@ int mpl_fallback_start(struct mpl_job **jobp, struct mpl_pool *pool,
 	ret = mpl_plan_make(&job->plan, req->work, req->nr,
 			    req->opts.max_threads,
 			    req->opts.flags & MEMPREPOP_OPT_BORROW_CPUS,
-			    background);
+			    !progress, progress);
 	if (ret)
 		goto fail;
 	nthreads = job->plan.nthreads;
@@ -417,7 +419,7 @@ static int mpl_fallback_run(struct memprepop_ctx *ctx,
 	struct mpl_job *job;
 	int ret;
 
-	ret = mpl_fallback_start(&job, ctx->pool, &ctx->req, false);
+	ret = mpl_fallback_start(&job, ctx->pool, &ctx->req, progress);
 	if (ret < 0)
 		return ret;
 	mpl_ctx_running(ctx, job);
@@ -433,7 +435,7 @@ static int mpl_fallback_bg(struct memprepop_ctx *ctx)
 	struct mpl_job *job;
 	int ret;
 
-	ret = mpl_fallback_start(&job, ctx->pool, &ctx->req, true);
+	ret = mpl_fallback_start(&job, ctx->pool, &ctx->req, NULL);
 	if (ret < 0)
 		return ret;
 	/* No thread: nothing to do, done already */

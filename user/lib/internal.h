@@ -146,7 +146,7 @@ struct mpl_plan {
 
 int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		  unsigned int nr, unsigned int max_threads, bool borrow,
-		  bool need_thread);
+		  bool need_thread, struct mpl_progress *progress);
 void mpl_plan_free(struct mpl_plan *plan);
 bool mpl_plan_serves(const struct mpl_plan *plan, size_t chunk, int node);
 
@@ -171,7 +171,7 @@ struct mpl_job;
 
 bool mpl_fallback_supported(void);
 int mpl_fallback_start(struct mpl_job **job, struct mpl_pool *pool,
-		       struct mpl_req *req, bool background);
+		       struct mpl_req *req, struct mpl_progress *progress);
 int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
 		      struct memprepop_result *res);
 void mpl_fallback_cancel(struct mpl_job *job);

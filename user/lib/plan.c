@@ -298,7 +298,7 @@ static int mpl_set_index(struct mpl_plan *plan, const struct bitmask *nodes,
 static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 			 const struct memprepop_range *work, uint64_t bytes,
 			 unsigned int max_threads, bool borrow,
-			 bool need_thread)
+			 bool need_thread, struct mpl_progress *progress)
 {
 	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
 	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
@@ -324,6 +324,12 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 		if (set < 0)
 			goto out;
 		c->set = set;
+		/* A policy read per 16 MiB: 0.3 s a TiB, to be cancellable */
+		if (progress && i % 1024 == 1023 &&
+		    mpl_progress_report(progress, 0)) {
+			ret = -ECANCELED;
+			goto out;
+		}
 	}
 	/* Demand per node, as if every node with CPUs had threads */
 	set_bytes = calloc(plan->nsets + 1, sizeof(*set_bytes));
@@ -387,15 +393,17 @@ out:
  * @borrow: helpers up to @max_threads (MEMPREPOP_OPT_BORROW_CPUS)
  * @need_thread: at least one thread when there is anything to do (in the
  *	background, the caller cannot do it itself)
+ * @progress: the caller's progress callback, or NULL (in the background):
+ *	a plan of terabytes takes a second, which it may cancel
  *
  * Reads the caller's CPUs and task policy as they are now.
  *
- * Return: 0 or -errno. plan->nthreads is 0 when the ranges are too small for
+ * Return: 0, -ECANCELED when @progress cancelled, or -errno. plan->nthreads is 0 when the ranges are too small for
  * a thread: the caller then populates them itself.
  */
 int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		  unsigned int nr, unsigned int max_threads, bool borrow,
-		  bool need_thread)
+		  bool need_thread, struct mpl_progress *progress)
 {
 	struct mpl_numa nm = { 0 };
 	cpu_set_t allowed;
@@ -429,7 +437,7 @@ int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		numa_bitmask_clearall(plan->task_nodes);
 	}
 	ret = mpl_plan_numa(plan, &nm, work, total, max_threads, borrow,
-			    need_thread);
+			    need_thread, progress);
 out:
 	mpl_numa_free(&nm);
 	return ret;

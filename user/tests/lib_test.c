@@ -587,6 +587,55 @@ TEST_F_TIMEOUT(lib, progress_cancels, SLOW)
 	munmap(p, len);
 }
 
+struct first_report {
+	struct timespec start;
+	double at;	/* seconds from the call's start, -1 until then */
+};
+
+static int cancel_first(uint64_t done, uint64_t total, void *arg)
+{
+	struct first_report *first = arg;
+	struct timespec now;
+
+	if (first->at < 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		first->at = now.tv_sec - first->start.tv_sec +
+			    (now.tv_nsec - first->start.tv_nsec) / 1e9;
+	}
+	return 1;
+}
+
+/*
+ * The first report, the first chance to cancel, comes about 100 ms into
+ * a call also when the call is of terabytes, whose planning alone takes
+ * seconds (a policy read per 16 MiB): 4 TiB, never backed, cancelled there
+ */
+TEST_F_TIMEOUT(lib, progress_early_in_a_huge_call, SLOW)
+{
+	size_t len = 4ULL << 40;
+	struct first_report first = { .at = -1 };
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	char *p;
+	int ret;
+
+	RETURN_IF_SKIPPED();
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		SKIP(return, "cannot map 4 TiB here: %s", strerror(errno));
+	self->opts.progress = cancel_first;
+	self->opts.progress_arg = &first;
+	clock_gettime(CLOCK_MONOTONIC, &first.start);
+	ret = memprepop_populate(p, len, &self->opts, &res);
+	TH_LOG("first report after %.3f s; returned %d after %.3f s, %llu MiB "
+	       "populated", first.at, ret, res.nsecs / 1e9,
+	       (unsigned long long)res.populated >> 20);
+	munmap(p, len);
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_LE(0, first.at);
+	EXPECT_GT(0.5, first.at);
+}
+
 /* Placement as the caller's own faults: VMA bind to each node */
 TEST_F_TIMEOUT(lib, placement_bind_each_node, SLOW)
 {
