@@ -49,6 +49,7 @@ check-compat:
 check-docs: $(KSFT)/kselftest_harness.h
 	@scripts/verdict "docs: make htmldocs without a warning" \
 		$(MAKE) -s htmldocs
+	@scripts/check-errnos user/include/memprepop.h Documentation/man
 
 check-host: lib tool selftests
 	@selftests/run-host-tests $(LIBTESTS)

@@ -69,7 +69,8 @@ typedef int (*memprepop_progress_fn)(uint64_t done, uint64_t total,
 
 /**
  * struct memprepop_opts - how to populate; a NULL pointer means defaults
- * @size: in, sizeof(struct memprepop_opts)
+ * @size: in, sizeof(struct memprepop_opts), as MEMPREPOP_OPTS_INIT sets it:
+ *	the structure's version. Zeroed (memset), the call fails with -EINVAL.
  * @flags: in, MEMPREPOP_OPT_* flags
  * @max_threads: in, most threads (fallback) or kernel workers (module) to
  *	use; 0 chooses from the allowed CPUs and the size
@@ -94,7 +95,8 @@ struct memprepop_opts {
 
 /**
  * struct memprepop_result - what a populate call did
- * @size: in, sizeof(struct memprepop_result)
+ * @size: in, sizeof(struct memprepop_result), as MEMPREPOP_RESULT_INIT sets
+ *	it; zeroed, the call fails with -EINVAL.
  * @backend: out, the enum memprepop_backend that did the work
  * @populated: out, bytes from addr up to the first page not populated on
  *	return; for several ranges, the sum of theirs
@@ -229,8 +231,9 @@ struct memprepop_ctx;
  * Uses the module when /dev/memprepop opens and takes background requests,
  * else the fallback.
  *
- * Return: 0, -EINVAL for an unknown flag, -ENOMEM, or the -errno of open(2)
- * or eventfd(2).
+ * Return: 0, -EINVAL for an unknown flag, -ENOMEM, or -EMFILE or -ENFILE
+ * from eventfd(2) (the fallback's completion descriptor). A module that
+ * does not open makes a fallback context, not an error.
  */
 int memprepop_ctx_new(struct memprepop_ctx **ctx, unsigned int flags);
 
@@ -306,7 +309,9 @@ int memprepop_ctx_fd(struct memprepop_ctx *ctx);
  * Return: the request's outcome, 0 or -errno as memprepop_populate_ranges()
  * returns it (-ECANCELED after memprepop_ctx_cancel()); or, never an
  * outcome, -EAGAIN with MEMPREPOP_WAIT_NOHANG while it runs, -ENOENT when
- * no request was started, -EINVAL for an unknown flag, -EPERM in a child.
+ * no request was started, -EBUSY while a memprepop_ctx_populate() of
+ * another thread runs, -EINVAL for an unknown flag or a @res->size below
+ * the first version's, -EPERM in a child.
  */
 int memprepop_ctx_wait(struct memprepop_ctx *ctx, unsigned int flags,
 		       struct memprepop_result *res);
@@ -354,8 +359,10 @@ const char *memprepop_backend_name(int backend);
  * @info: filled from MEMPREPOP_IOC_INFO
  * @size: sizeof(*info) as the caller's header has it
  *
- * Return: 0, -ENODEV when the module is not there, -EINVAL when @size is
- * below MEMPREPOP_INFO_SIZE_VER0, or the ioctl's -errno.
+ * Return: 0, -ENODEV when the module is not loaded or /dev/memprepop does
+ * not open for the caller, -EINVAL when @size is below
+ * MEMPREPOP_INFO_SIZE_VER0 or 16 KiB and more (more than an ioctl command
+ * can carry), -EFAULT when @info is not writable.
  */
 int memprepop_query(struct memprepop_info *info, size_t size);
 
@@ -373,7 +380,8 @@ int memprepop_query(struct memprepop_info *info, size_t size);
  * not faulted in.
  *
  * Return: 0, or -EINVAL for an unaligned @addr or a range that wraps,
- * -ENOMEM, or the -errno of move_pages(2).
+ * -ENOMEM, or from move_pages(2) -ENOSYS (a kernel without NUMA) or -EPERM
+ * (a sandbox that refuses it).
  */
 int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
 			 unsigned int nr_nodes);
