@@ -387,6 +387,18 @@ int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
 			 unsigned int nr_nodes);
 
 /**
+ * memprepop_opt_flags() - the MEMPREPOP_OPT_* flags this library takes
+ *
+ * A flag it does not take fails a call with -EINVAL. Libraries before 1.3
+ * lack this function; memprepop_version() tells which release runs there
+ * (MEMPREPOP_OPT_BORROW_CPUS came with 1.2). Whether the loaded module
+ * supports what a flag asks of it is memprepop_query()'s.
+ *
+ * Return: the flags, as a mask; never fails.
+ */
+uint32_t memprepop_opt_flags(void);
+
+/**
  * memprepop_version() - the library's version, as it runs
  *
  * Return: "MAJOR.MINOR.PATCH"; MEMPREPOP_VERSION is the one compiled against.

@@ -24,6 +24,11 @@ const char *memprepop_version(void)
 	return MEMPREPOP_VERSION;
 }
 
+uint32_t memprepop_opt_flags(void)
+{
+	return MPL_OPT_FLAGS;
+}
+
 int memprepop_backend(void)
 {
 	return mpl_dev_fd() >= 0 ? MEMPREPOP_BACKEND_MODULE :

@@ -89,7 +89,7 @@ ok $? "populate: verified, and no progress bar when not a terminal"
 
 version=$("$tool" --version | cut -d' ' -f2)
 run info
-[ $status = 0 ] && echo "$out" | grep -q "^library   $version\$" &&
+[ $status = 0 ] && echo "$out" | grep -q "^library   $version, option flags 0x7\$" &&
 	echo "$out" | grep -qE "^module    (not loaded|flags 0x)"
 ok $? "info: the library's version and the module's support"
 

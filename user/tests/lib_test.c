@@ -636,6 +636,32 @@ TEST_F_TIMEOUT(lib, progress_early_in_a_huge_call, SLOW)
 	EXPECT_GT(0.5, first.at);
 }
 
+/*
+ * memprepop_opt_flags() says what a call takes: each flag it names alone
+ * is not refused for being unknown, the first it does not name is
+ */
+TEST(opt_flags_are_what_a_call_takes)
+{
+	uint32_t flags = memprepop_opt_flags(), unknown;
+	struct memprepop_opts opts = MEMPREPOP_OPTS_INIT;
+	char *p = map_anon(page_size());
+
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(MEMPREPOP_OPT_LOCK | MEMPREPOP_OPT_FALLBACK |
+		  MEMPREPOP_OPT_BORROW_CPUS, flags);
+	for (uint32_t bit = 1; bit; bit <<= 1) {
+		if (!(flags & bit))
+			continue;
+		opts.flags = bit;
+		EXPECT_EQ(0, memprepop_populate(p, page_size(), &opts, NULL))
+			TH_LOG("flag %#x", bit);
+	}
+	unknown = ~flags & -~flags;
+	opts.flags = unknown;
+	EXPECT_EQ(-EINVAL, memprepop_populate(p, page_size(), &opts, NULL));
+	munmap(p, page_size());
+}
+
 /* Placement as the caller's own faults: VMA bind to each node */
 TEST_F_TIMEOUT(lib, placement_bind_each_node, SLOW)
 {

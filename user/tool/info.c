@@ -51,7 +51,8 @@ int cmd_info(int argc, char **argv)
 			"memory and hugetlb pools.\n", prog);
 		return help ? 0 : 2;
 	}
-	printf("library   %s\n", memprepop_version());
+	printf("library   %s, option flags 0x%x\n", memprepop_version(),
+	       memprepop_opt_flags());
 	printf("backend   %s\n", memprepop_backend_name(memprepop_backend()));
 	ret = memprepop_query(&info, sizeof(info));
 	if (ret == -ENODEV) {
