@@ -7,7 +7,9 @@
  * write, which would stall every thread populating meanwhile), each on the
  * CPUs the plan gives it; threads made for an earlier job are pinned again
  * to this job's CPUs, within the caller's allowed CPUs at this call (those
- * the job does not need, to all of the caller's CPUs). Each
+ * the job does not need, to all of the caller's CPUs). Where a sandbox
+ * refuses the affinity, threads run unpinned: placement is the memory
+ * policy's, which pinning never decided. Each
  * thread takes the caller's task policy, as read for this job, before it
  * faults anything: it was made by another call, maybe another thread.
  * Signals are blocked in them: a process-directed signal is the caller's.
@@ -149,8 +151,16 @@ static int mpl_worker_new(struct mpl_pool *pool, const cpu_set_t *cpus)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = pthread_create(&w->tid, &attr, mpl_worker_fn, w);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
+	/*
+	 * A sandbox that refuses sched_setaffinity() (QEMU's
+	 * resourcecontrol=deny under libvirt) fails the create: the thread
+	 * then runs wherever the caller may, its pages placed by policy all
+	 * the same
+	 */
+	if (ret == EPERM || ret == EINVAL)
+		ret = pthread_create(&w->tid, NULL, mpl_worker_fn, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		free(w);
 		return -ret;
@@ -181,15 +191,16 @@ int mpl_pool_start(struct mpl_pool *pool, const struct mpl_plan *plan,
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < old; i++) {
-		/* Those without a part in it wait within the caller's CPUs */
-		ret = pthread_setaffinity_np(pool->workers[i]->tid,
-					     sizeof(cpu_set_t), i < n ?
-					     &plan->thread_cpus[i] :
-					     &plan->allowed);
-		if (ret && i < n)
-			return -ret;
-	}
+	/*
+	 * Those without a part in it wait within the caller's CPUs. Where
+	 * the affinity is refused (a sandbox), they stay where they are:
+	 * only how near they run to their memory, not where it goes, depends
+	 * on it
+	 */
+	for (i = 0; i < old; i++)
+		pthread_setaffinity_np(pool->workers[i]->tid, sizeof(cpu_set_t),
+				       i < n ? &plan->thread_cpus[i] :
+				       &plan->allowed);
 	pthread_mutex_lock(&pool->lock);
 	pool->fn = fn;
 	pool->arg = arg;

@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..38"
+echo "1..40"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -282,6 +282,26 @@ if [ -x "$sandbox" ] && "$sandbox" --refuse numa true 2> /dev/null; then
 else
 	ok 0 "populate with the NUMA calls refused # SKIP no seccomp sandbox here"
 fi
+
+# Under QEMU's -sandbox resourcecontrol=deny (libvirt's default) affinity
+# is refused: the fallback's threads run unpinned and populate, as madvise
+# by the caller does under the same filter; with the NUMA calls refused
+# too (a container), the same
+for refuse in "affinity" "affinity --refuse numa"; do
+	what=$(echo "$refuse" | sed 's/ --refuse / and /')
+	if [ -x "$sandbox" ] && "$sandbox" --refuse affinity true 2> /dev/null
+	then
+		out=$("$sandbox" --refuse $refuse "$tool" populate --size 64M \
+			--fallback --threads 2 2> /tmp/cli_test.err)
+		status=$?
+		[ $status = 0 ] &&
+			echo "$out" | grep -q "^verified  16384 of 16384 pages present" &&
+			echo "$out" | grep -q "^workers   [1-9]"
+		ok $? "fallback with $what refused: threads populate it all"
+	else
+		ok 0 "fallback with $what refused # SKIP no seccomp sandbox here"
+	fi
+done
 
 # Transparent huge pages asked for, and counted in the report
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2> /dev/null)
