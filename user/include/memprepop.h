@@ -102,7 +102,7 @@ struct memprepop_opts {
  *	return; for several ranges, the sum of theirs
  * @nsecs: out, wall-clock time of the call, in nanoseconds
  * @workers: out, threads or kernel workers that took part
- * @__reserved: out, zero
+ * @flags: out, MEMPREPOP_RESULT_* flags (1.3; zero before)
  */
 struct memprepop_result {
 	uint32_t size;
@@ -110,10 +110,19 @@ struct memprepop_result {
 	uint64_t populated;
 	uint64_t nsecs;
 	uint32_t workers;
-	uint32_t __reserved;
+	uint32_t flags;
 };
 
 #define MEMPREPOP_RESULT_INIT	{ .size = sizeof(struct memprepop_result) }
+
+/*
+ * memprepop_result.flags: @opts->node_pages could not be counted, because
+ * move_pages(2) is refused here (a container's default seccomp profile) or
+ * the kernel has no NUMA; the counts stay zero, and the call succeeds as
+ * madvise() by the caller would. Since 1.3; before, the call failed with
+ * that errno after populating.
+ */
+#define MEMPREPOP_RESULT_NODES_UNKNOWN	(1u << 0)
 
 /**
  * memprepop_populate() - fault in [addr, addr + len) writable, maybe locked
@@ -132,8 +141,10 @@ struct memprepop_result {
  * with a non-zero tail this library does not know, -ECANCELED when
  * @opts->progress cancelled, -EOPNOTSUPP when the kernel has neither the
  * module nor MADV_POPULATE_WRITE (before Linux 5.14), -EAGAIN when a thread
- * could not be created, or the -errno of memprepop_node_pages() when the
- * fallback cannot count @node_pages (the range is populated).
+ * could not be created, or -ENOMEM when the fallback cannot count
+ * @node_pages (the range is populated). Where move_pages(2) is refused or
+ * the kernel has no NUMA, the call succeeds with the counts zero and
+ * MEMPREPOP_RESULT_NODES_UNKNOWN in @res->flags.
  */
 int memprepop_populate(void *addr, size_t len,
 		       const struct memprepop_opts *opts,

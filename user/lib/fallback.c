@@ -333,7 +333,9 @@ static void mpl_range_result(struct mpl_job *job, unsigned int r)
  * With no thread started, the caller does the work itself here. Each work
  * range's populated and error are written.
  *
- * Return: 0, or the -errno of counting the nodes (the call's, not a range's).
+ * Return: 0, or the -errno of counting the nodes (the call's, not a range's)
+ * but for move_pages(2) refused or without NUMA (-EPERM, -ENOSYS): @res
+ * says MEMPREPOP_RESULT_NODES_UNKNOWN then, as the populate succeeded.
  */
 int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
 		      struct memprepop_result *res)
@@ -358,6 +360,11 @@ int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
 	}
 	for (r = 0; r < job->req->nr; r++)
 		mpl_range_result(job, r);
+	if (job->stats_err == -EPERM || job->stats_err == -ENOSYS) {
+		if (res)
+			res->flags |= MEMPREPOP_RESULT_NODES_UNKNOWN;
+		return 0;
+	}
 	return job->stats_err;
 }
 

@@ -29,7 +29,7 @@
 #define MPL_OPTS_SIZE_VER0	MPL_OFFSETOFEND(struct memprepop_opts, \
 						progress_arg)
 #define MPL_RESULT_SIZE_VER0	MPL_OFFSETOFEND(struct memprepop_result, \
-						__reserved)
+						flags)
 
 /* progress.c: the caller's progress callback, at most every 100 ms */
 struct mpl_progress {
