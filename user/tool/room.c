@@ -98,7 +98,6 @@ uint64_t room_for(const struct placement *pl, size_t page_size, bool swap,
 	bool huge = page_size > (size_t)sysconf(_SC_PAGESIZE);
 	struct bitmask *mask = NULL;
 	uint64_t room = 0;
-	const char *sep = "";
 	int node;
 
 	snprintf(nodes, len, "all");
@@ -116,22 +115,13 @@ uint64_t room_for(const struct placement *pl, size_t page_size, bool swap,
 	if (!mask) {
 		room = huge ? node_huge_room(-1, page_size) : node_room(-1);
 	} else {
+		for (node = 0; node <= numa_max_node(); node++)
+			if (numa_bitmask_isbitset(mask, node))
+				room += huge ? node_huge_room(node, page_size) :
+					       node_room(node);
 		if (mask == pl->nodes)
-			nodes[0] = 0;
-		for (node = 0; node <= numa_max_node(); node++) {
-			size_t used = strlen(nodes);
-
-			if (!numa_bitmask_isbitset(mask, node))
-				continue;
-			room += huge ? node_huge_room(node, page_size) :
-				       node_room(node);
-			if (mask == pl->nodes && used < len) {
-				snprintf(nodes + used, len - used, "%s%d",
-					 sep, node);
-				sep = ",";
-			}
-		}
-		if (mask != pl->nodes)
+			snprintf(nodes, len, "%s", pl->list);
+		else
 			numa_bitmask_free(mask);
 	}
 	if (swap && !huge)
@@ -165,7 +155,7 @@ int check_room(const struct run *run, uint64_t need)
 		"(%s): --overcommit to try anyway\n", prog,
 		run->file ? run->what : "", run->file ? ": " : "", want, have,
 		!strcmp(nodes, "all") ? "the allowed nodes" :
-		strchr(nodes, ',') ? "nodes " : "node ",
+		strpbrk(nodes, ",-") ? "nodes " : "node ",
 		strcmp(nodes, "all") ? nodes : "",
 		huge ? "their free hugetlb pages of this size" :
 		run->lock ? "free and reclaimable memory; locked: no swap" :
