@@ -6,13 +6,9 @@
  * (populate.c).
  *
  * The backend is chosen once, when the context is made, and called only
- * through its ops (struct mpl_backend): with the module (device.c), a
- * context has a /dev/memprepop descriptor of its own, on which the module
- * keeps its workers, or for a one-shot call the cached one; with the
- * fallback (fallback.c), a pool of threads and an eventfd the last of a
- * request's threads writes, or for a one-shot call threads of its own.
- * Everything a backend writes to when a request is reaped lives in the
- * context until then.
+ * through its ops (struct mpl_backend) on the state it made: the module's
+ * (module.c), or the fallback's (fallback.c). It keeps what it writes to
+ * when a request is reaped; the context keeps the request.
  *
  * The state is under a lock so that memprepop_ctx_cancel() and
  * memprepop_ctx_progress() may come from any thread at any time.
@@ -39,20 +35,18 @@ int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags, bool oneshot)
 	memset(ctx, 0, sizeof(*ctx));
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->pid = getpid();
-	ctx->oneshot = oneshot;
-	ctx->fd = -1;
-	ctx->efd = -1;
 	ctx->ops = &mpl_module_backend;
-	if (!(flags & MEMPREPOP_OPT_FALLBACK) && !ctx->ops->init(ctx))
+	if (!(flags & MEMPREPOP_OPT_FALLBACK) &&
+	    !ctx->ops->init(&ctx->be, oneshot))
 		return 0;
 	ctx->ops = &mpl_fallback_backend;
-	return ctx->ops->init(ctx);
+	return ctx->ops->init(&ctx->be, oneshot);
 }
 
 /* Undoes mpl_ctx_init(); a background request must be reaped or dropped */
 void mpl_ctx_fini(struct memprepop_ctx *ctx)
 {
-	ctx->ops->fini(ctx, ctx->pid != getpid());
+	ctx->ops->fini(ctx->be, ctx->pid != getpid());
 	mpl_req_free(&ctx->req);
 	pthread_mutex_destroy(&ctx->lock);
 }
@@ -78,7 +72,7 @@ int memprepop_ctx_new(struct memprepop_ctx **ctxp, unsigned int flags)
 
 int memprepop_ctx_fd(struct memprepop_ctx *ctx)
 {
-	return ctx->ops->poll_fd(ctx);
+	return ctx->ops->poll_fd(ctx->be);
 }
 
 /* Takes the context for a request: -EBUSY, or -EPERM after fork() */
@@ -93,8 +87,9 @@ static int mpl_ctx_claim(struct memprepop_ctx *ctx, enum mpl_ctx_state state)
 		ret = -EBUSY;
 	} else {
 		ctx->state = state;
-		ctx->running = false;
-		ctx->cancel = false;
+		ctx->prepared = false;
+		/* Under the lock: no cancel of the last request comes after */
+		ctx->ops->arm(ctx->be);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -104,42 +99,15 @@ static void mpl_ctx_release(struct memprepop_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
 	ctx->state = MPL_CTX_IDLE;
-	ctx->running = false;
-	ctx->job = NULL;
+	ctx->prepared = false;
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-static void mpl_ctx_cancel_locked(struct memprepop_ctx *ctx)
-{
-	if (!ctx->running)
-		ctx->cancel = true;	/* for when it is */
-	else
-		ctx->ops->cancel(ctx);
-}
-
-/**
- * mpl_ctx_running() - the request's backend state is live
- * @ctx: the context
- * @job: the fallback's job, or NULL
- *
- * From here on a cancel and progress reach it; a cancel that came before
- * is applied now.
- */
-void mpl_ctx_running(struct memprepop_ctx *ctx, struct mpl_job *job)
+/* The request is ready: its progress may be asked for */
+static void mpl_ctx_prepared(struct memprepop_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
-	ctx->job = job;
-	ctx->running = true;
-	if (ctx->cancel)
-		mpl_ctx_cancel_locked(ctx);
-	pthread_mutex_unlock(&ctx->lock);
-}
-
-/* The fallback's job, given up before it is freed: NULL */
-void mpl_ctx_set_job(struct memprepop_ctx *ctx, struct mpl_job *job)
-{
-	pthread_mutex_lock(&ctx->lock);
-	ctx->job = job;
+	ctx->prepared = true;
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -163,10 +131,11 @@ static int mpl_ctx_prepare(struct memprepop_ctx *ctx,
 	ctx->nr = nr;
 	res->backend = ctx->ops->id;
 	/* Before locking: an unsupported call leaves the ranges as they were */
-	ret = ctx->req.nr ? ctx->ops->supported(ctx) : 0;
+	ret = ctx->req.nr ? ctx->ops->supported(ctx->be) : 0;
 	if (ret)
 		return mpl_req_finish(&ctx->req, ranges, nr, res, ret);
 	mpl_req_lock(&ctx->req, ranges);
+	mpl_ctx_prepared(ctx);
 	return 1;
 }
 
@@ -198,7 +167,7 @@ int mpl_ctx_populate(void *arg, struct memprepop_range *ranges,
 	if (ret <= 0)
 		goto out;
 	mpl_progress_init(&progress, opts, ctx->req.total);
-	ret = ctx->ops->run(ctx, &progress, res);
+	ret = ctx->ops->run(ctx->be, &ctx->req, &progress, res);
 	mpl_progress_final(&progress, mpl_req_populated(&ctx->req));
 	ret = mpl_req_finish(&ctx->req, ranges, nr, res, ret);
 out:
@@ -234,7 +203,7 @@ int memprepop_ctx_start(struct memprepop_ctx *ctx,
 	if (ret < 0)
 		goto fail;
 	/* No work still starts one, to be reaped alike */
-	ret = ctx->ops->start(ctx);
+	ret = ctx->ops->start(ctx->be, &ctx->req);
 	if (ret) {
 		ret = mpl_req_finish(&ctx->req, ranges, nr, &res, ret);
 		goto fail;
@@ -274,7 +243,7 @@ int memprepop_ctx_wait(struct memprepop_ctx *ctx, unsigned int flags,
 	if (state != MPL_CTX_BACKGROUND)
 		return -EBUSY;
 	ours.backend = ctx->ops->id;
-	ret = ctx->ops->reap(ctx, flags & MEMPREPOP_WAIT_NOHANG, &ours,
+	ret = ctx->ops->reap(ctx->be, flags & MEMPREPOP_WAIT_NOHANG, &ours,
 			     &outcome);
 	if (ret)
 		return ret;
@@ -295,7 +264,7 @@ int memprepop_ctx_cancel(struct memprepop_ctx *ctx)
 	if (ctx->state == MPL_CTX_IDLE)
 		ret = -ENOENT;
 	else
-		mpl_ctx_cancel_locked(ctx);
+		ctx->ops->cancel(ctx->be);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -311,8 +280,8 @@ int memprepop_ctx_progress(struct memprepop_ctx *ctx, uint64_t *done,
 	if (ctx->state == MPL_CTX_IDLE) {
 		ret = -ENOENT;
 	} else {
-		*total = ctx->running ? ctx->req.total : 0;
-		*done = ctx->running ? ctx->ops->done(ctx) : 0;
+		*total = ctx->prepared ? ctx->req.total : 0;
+		*done = ctx->prepared ? ctx->ops->done(ctx->be) : 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -325,7 +294,7 @@ void memprepop_ctx_free(struct memprepop_ctx *ctx)
 	/* The outcome is dropped: nothing written to the caller's */
 	if (ctx->pid == getpid() && ctx->state == MPL_CTX_BACKGROUND) {
 		memprepop_ctx_cancel(ctx);
-		ctx->ops->drop(ctx);
+		ctx->ops->drop(ctx->be);
 	}
 	mpl_ctx_fini(ctx);
 	free(ctx);

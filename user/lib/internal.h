@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * libmemprepop internals: one backend per file (device.c, fallback.c),
- * each behind its ops table (struct mpl_backend), chosen once per context
- * and called only by ctx.c. Every internal name is prefixed mpl_, apart
- * from the module's.
+ * libmemprepop internals. The layers, each calling only those below it:
+ *
+ *   populate.c (one-shot calls)  ctx.c (contexts)
+ *                  |               |
+ *     module.c (backend) ---- fallback.c (backend), each behind its ops
+ *        |                       |     table (struct mpl_backend), its
+ *     batch.c, device.c        job.c, plan.c, pool.c, nodes.c
+ *                  \            /
+ *         req.c (a request's checks and outcome), progress.c
+ *
+ * A backend owns its state (an opaque pointer a context keeps) and never
+ * calls up. Every internal name is prefixed mpl_, apart from the module's.
  */
 #ifndef MEMPREPOP_INTERNAL_H
 #define MEMPREPOP_INTERNAL_H
@@ -31,6 +39,10 @@
 #define MPL_RESULT_SIZE_VER0	MPL_OFFSETOFEND(struct memprepop_result, \
 						flags)
 
+/* The MEMPREPOP_OPT_* flags this library takes */
+#define MPL_OPT_FLAGS	(MEMPREPOP_OPT_LOCK | MEMPREPOP_OPT_FALLBACK | \
+			 MEMPREPOP_OPT_BORROW_CPUS)
+
 /* progress.c: the caller's progress callback, at most every 100 ms */
 struct mpl_progress {
 	memprepop_progress_fn fn;
@@ -49,7 +61,7 @@ bool mpl_progress_report(struct mpl_progress *p, uint64_t done);
 void mpl_progress_final(struct mpl_progress *p, uint64_t done);
 
 /*
- * populate.c: a call as the backends take it. The work is the caller's
+ * req.c: a call as the backends take it. The work is the caller's
  * ranges that are to be populated (valid, not empty, locked if asked), in
  * index order, in the module's format: len rounded up to pages, populated
  * and error written by the backend.
@@ -88,7 +100,7 @@ int mpl_dev_open(void);
 int mpl_dev_info(int fd, struct memprepop_info *info);
 
 /*
- * A request to the module: its work in batches of what one ioctl takes,
+ * batch.c: a request to the module: its work in batches of what one ioctl takes,
  * one after the other. Everything the module writes to is in here, for a
  * background batch to find it in place when it is reaped.
  */
@@ -166,18 +178,57 @@ bool mpl_pool_done(struct mpl_pool *pool);
 void mpl_pool_wait(struct mpl_pool *pool, void (*tick)(void *arg), void *arg);
 uint64_t mpl_pool_done_ns(struct mpl_pool *pool);
 
-/* fallback.c: threads issuing MADV_POPULATE_WRITE */
+/* job.c: the fallback's threads issuing MADV_POPULATE_WRITE */
 struct mpl_job;
 
-bool mpl_fallback_supported(void);
-int mpl_fallback_start(struct mpl_job **job, struct mpl_pool *pool,
-		       struct mpl_req *req, struct mpl_progress *progress);
-int mpl_fallback_wait(struct mpl_job *job, struct mpl_progress *progress,
-		      struct memprepop_result *res);
-void mpl_fallback_cancel(struct mpl_job *job);
-bool mpl_fallback_finished(struct mpl_job *job);
-void mpl_fallback_free(struct mpl_job *job);
-uint64_t mpl_fallback_done(struct mpl_job *job);
+bool mpl_job_supported(void);
+int mpl_job_start(struct mpl_job **job, struct mpl_pool *pool,
+		  struct mpl_req *req, struct mpl_progress *progress);
+int mpl_job_wait(struct mpl_job *job, struct mpl_progress *progress,
+		 struct memprepop_result *res);
+void mpl_job_cancel(struct mpl_job *job);
+bool mpl_job_finished(struct mpl_job *job);
+void mpl_job_free(struct mpl_job *job);
+uint64_t mpl_job_done(struct mpl_job *job);
+
+/*
+ * A backend's ops (module.c, fallback.c): its state @be, made and undone,
+ * and a request run, started, reaped, cancelled, followed. ctx.c calls
+ * them; nothing else branches on the backend.
+ */
+struct mpl_backend {
+	int id;			/* MEMPREPOP_BACKEND_* */
+	/* Its state, in *@be: 0, or -errno (the next backend is tried) */
+	int (*init)(void **be, bool oneshot);
+	/* Frees it; @forked: in a child, for a context of its parent */
+	void (*fini)(void *be, bool forked);
+	/* Can it do a request with work: 0, or -EOPNOTSUPP */
+	int (*supported)(void *be);
+	/* @req, to the end: the call's error */
+	int (*run)(void *be, struct mpl_req *req, struct mpl_progress *progress,
+		   struct memprepop_result *res);
+	/* @req in the background: 0, or -errno with nothing started */
+	int (*start)(void *be, struct mpl_req *req);
+	/*
+	 * Reaps it: 0 with *@outcome the call's error, or -errno when it was
+	 * not (-EAGAIN with @nohang while it runs, -EINTR)
+	 */
+	int (*reap)(void *be, bool nohang, struct memprepop_result *res,
+		    int *outcome);
+	/* Waits for a background request nobody will reap, drops it */
+	void (*drop)(void *be);
+	/* A request is claimed: no cancel is pending for it yet */
+	void (*arm)(void *be);
+	/* Any time after arm: now, or as soon as the request is running */
+	void (*cancel)(void *be);
+	/* Bytes done so far: 0 before it runs */
+	uint64_t (*done)(void *be);
+	/* What poll() says is done */
+	int (*poll_fd)(void *be);
+};
+
+extern const struct mpl_backend mpl_module_backend;
+extern const struct mpl_backend mpl_fallback_backend;
 
 /*
  * ctx.c: a context, which every request goes through; a one-shot call is
@@ -190,65 +241,20 @@ enum mpl_ctx_state {
 	MPL_CTX_BACKGROUND,	/* started, not reaped */
 };
 
-struct mpl_backend;
-
 struct memprepop_ctx {
 	pid_t pid;		/* the process that made it */
 	const struct mpl_backend *ops;
-	bool oneshot;		/* on the stack of one call */
-	int fd;			/* module: its descriptor, or -1 */
-	int efd;		/* fallback: the eventfd a request writes, or -1 */
-	struct memprepop_info info;
-	struct mpl_pool *pool;	/* fallback: threads that stay, or NULL */
+	void *be;		/* the backend's own state */
 
 	pthread_mutex_t lock;
 	enum mpl_ctx_state state;	/* under lock */
-	bool running;		/* under lock: dev or job below is live */
-	bool cancel;		/* under lock: cancelled before it was */
+	bool prepared;		/* under lock: @req is ready */
 
 	/* The request */
 	struct memprepop_range *ranges;	/* the caller's */
 	unsigned int nr;
 	struct mpl_req req;
-	struct mpl_dev dev;
-	struct mpl_job *job;	/* under lock */
 };
-
-/*
- * A backend's ops: its state in the context set up and torn down, and a
- * request run, started, reaped, cancelled, followed. ctx.c calls them;
- * nothing else branches on the backend.
- */
-struct mpl_backend {
-	int id;			/* MEMPREPOP_BACKEND_* */
-	/* Its state in @ctx: 0, or -errno (the next backend is tried) */
-	int (*init)(struct memprepop_ctx *ctx);
-	/* Undoes init; @forked: in a child, for a context of its parent */
-	void (*fini)(struct memprepop_ctx *ctx, bool forked);
-	/* Can it do a request with work: 0, or -EOPNOTSUPP */
-	int (*supported)(struct memprepop_ctx *ctx);
-	/* The request in @ctx, to the end: the call's error */
-	int (*run)(struct memprepop_ctx *ctx, struct mpl_progress *progress,
-		   struct memprepop_result *res);
-	/* Starts it in the background: 0, or -errno with nothing started */
-	int (*start)(struct memprepop_ctx *ctx);
-	/*
-	 * Reaps it: 0 with *@outcome the call's error, or -errno when it was
-	 * not (-EAGAIN with @nohang while it runs, -EINTR)
-	 */
-	int (*reap)(struct memprepop_ctx *ctx, bool nohang,
-		    struct memprepop_result *res, int *outcome);
-	/* Waits for a background request nobody will reap, drops it */
-	void (*drop)(struct memprepop_ctx *ctx);
-	/* Under the lock, while running */
-	void (*cancel)(struct memprepop_ctx *ctx);
-	uint64_t (*done)(struct memprepop_ctx *ctx);
-	/* What poll() says is done */
-	int (*poll_fd)(struct memprepop_ctx *ctx);
-};
-
-extern const struct mpl_backend mpl_module_backend;
-extern const struct mpl_backend mpl_fallback_backend;
 
 int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags,
 		 bool oneshot);
@@ -256,8 +262,6 @@ void mpl_ctx_fini(struct memprepop_ctx *ctx);
 int mpl_ctx_populate(void *arg, struct memprepop_range *ranges,
 		     unsigned int nr, const struct memprepop_opts *opts,
 		     struct memprepop_result *res);
-void mpl_ctx_running(struct memprepop_ctx *ctx, struct mpl_job *job);
-void mpl_ctx_set_job(struct memprepop_ctx *ctx, struct mpl_job *job);
 
 /* nodes.c: node ids a counter array needs to count every page */
 unsigned int mpl_possible_nodes(void);

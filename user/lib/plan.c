@@ -294,26 +294,22 @@ static int mpl_set_index(struct mpl_plan *plan, const struct bitmask *nodes,
 	return plan->nsets++;
 }
 
-/* Threads per node from the nodes each chunk's pages go to */
-static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
-			 const struct memprepop_range *work, uint64_t bytes,
-			 unsigned int max_threads, bool borrow,
-			 bool need_thread, struct mpl_progress *progress)
+/*
+ * Each chunk's set: the nodes its policy puts its pages on, one entry of
+ * plan->sets per distinct set. 0, -ENOMEM, or -ECANCELED by @progress.
+ */
+static int mpl_plan_sets(struct mpl_plan *plan, struct mpl_numa *nm,
+			 const struct memprepop_range *work,
+			 struct mpl_progress *progress)
 {
-	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
-	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
-	uint64_t *set_bytes = NULL;
 	struct bitmask *nodes = numa_allocate_nodemask();
-	struct bitmask *served = numa_allocate_nodemask();
-	unsigned int cap = 0, s, t = 0, k, total, nr_help;
-	struct mpp_crew_helper *help = NULL;
-	int n, set = -1, ret = -ENOMEM;
+	unsigned int cap = 0;
+	int set = -1, ret = 0;
 	size_t i;
 
-	if (!per_node || !demand || !nodes || !served)
-		goto out;
-	/* The policies' node sets, one per distinct set (sets[] for now) */
-	for (i = 0; i < plan->nchunks; i++) {
+	if (!nodes)
+		return -ENOMEM;
+	for (i = 0; i < plan->nchunks && !ret; i++) {
 		struct mpl_chunk *c = &plan->chunks[i];
 
 		mpl_chunk_nodes(nm, plan, (char *)(uintptr_t)
@@ -322,19 +318,32 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 		if (set < 0 || !numa_bitmask_equal(plan->sets[set], nodes))
 			set = mpl_set_index(plan, nodes, &cap);
 		if (set < 0)
-			goto out;
+			ret = -ENOMEM;
 		c->set = set;
 		/* A policy read per 16 MiB: 0.3 s a TiB, to be cancellable */
-		if (progress && i % 1024 == 1023 &&
-		    mpl_progress_report(progress, 0)) {
+		if (!ret && progress && i % 1024 == 1023 &&
+		    mpl_progress_report(progress, 0))
 			ret = -ECANCELED;
-			goto out;
-		}
 	}
-	/* Demand per node, as if every node with CPUs had threads */
-	set_bytes = calloc(plan->nsets + 1, sizeof(*set_bytes));
+	numa_bitmask_free(nodes);
+	return ret;
+}
+
+/*
+ * Bytes each node's threads would take if every node with CPUs had some,
+ * into @demand; @served is scratch. 0 or -ENOMEM.
+ */
+static int mpl_plan_demand(const struct mpl_plan *plan,
+			   const struct mpl_numa *nm,
+			   unsigned long long *demand, struct bitmask *served)
+{
+	uint64_t *set_bytes = calloc(plan->nsets + 1, sizeof(*set_bytes));
+	unsigned int s;
+	size_t i;
+	int n;
+
 	if (!set_bytes)
-		goto out;
+		return -ENOMEM;
 	for (i = 0; i < plan->nchunks; i++)
 		set_bytes[plan->chunks[i].set] += plan->chunks[i].end -
 						  plan->chunks[i].start;
@@ -347,17 +356,26 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 			if (numa_bitmask_isbitset(served, n))
 				demand[n] += set_bytes[s] / weight;
 	}
-	total = nr_help = 0;
-	if (!mpl_plan_alone(bytes, need_thread)) {
-		total = mpp_crew_count(&nm->topo, nm->ncpus, demand,
-				       max_threads, need_thread, per_node);
-		nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads,
-						     total, per_node, &help) : 0;
-	}
+	free(set_bytes);
+	return 0;
+}
+
+/*
+ * The threads: @per_node on each node's CPUs, then the @nr_help helpers;
+ * each set then names the nodes whose threads take its chunks (a node
+ * without threads is served by the nearest that has some)
+ */
+static int mpl_plan_threads(struct mpl_plan *plan, const struct mpl_numa *nm,
+			    const unsigned int *per_node, unsigned int total,
+			    const struct mpp_crew_helper *help,
+			    unsigned int nr_help, struct bitmask *served)
+{
+	unsigned int s, t = 0, k;
+	int n, ret;
+
 	ret = mpl_threads_alloc(plan, total + nr_help);
 	if (ret)
-		goto out;
-	/* Now whose threads take each: nodes without threads are served */
+		return ret;
 	for (s = 0; s < plan->nsets; s++) {
 		mpl_serve(nm, plan->sets[s], per_node, served);
 		copy_bitmask_to_bitmask(served, plan->sets[s]);
@@ -372,15 +390,43 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 		plan->thread_node[t] = help[k].serves;
 		plan->thread_cpus[t] = nm->cpus[help[k].on];
 	}
+	return 0;
+}
+
+/* Threads per node from the nodes each chunk's pages go to */
+static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
+			 const struct memprepop_range *work, uint64_t bytes,
+			 unsigned int max_threads, bool borrow,
+			 bool need_thread, struct mpl_progress *progress)
+{
+	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
+	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
+	struct bitmask *served = numa_allocate_nodemask();
+	struct mpp_crew_helper *help = NULL;
+	unsigned int total = 0, nr_help = 0;
+	int ret = -ENOMEM;
+
+	if (!per_node || !demand || !served)
+		goto out;
+	ret = mpl_plan_sets(plan, nm, work, progress);
+	if (!ret)
+		ret = mpl_plan_demand(plan, nm, demand, served);
+	if (ret)
+		goto out;
+	if (!mpl_plan_alone(bytes, need_thread)) {
+		total = mpp_crew_count(&nm->topo, nm->ncpus, demand,
+				       max_threads, need_thread, per_node);
+		nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads,
+						     total, per_node, &help) : 0;
+	}
+	ret = mpl_plan_threads(plan, nm, per_node, total, help, nr_help,
+			       served);
 out:
 	free(help);
-	if (nodes)
-		numa_bitmask_free(nodes);
 	if (served)
 		numa_bitmask_free(served);
 	free(per_node);
 	free(demand);
-	free(set_bytes);
 	return ret;
 }
 
