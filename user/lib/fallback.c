@@ -134,9 +134,12 @@ static int mpl_fallback_reap(void *be, bool nohang,
 			     struct memprepop_result *res, int *outcome)
 {
 	struct mpl_threads *t = be;
-	/* Only the reaper changes it from here on */
-	struct mpl_job *job = t->job;
+	struct mpl_job *job;
 
+	/* Set by whoever started it; only the reaper changes it from here */
+	pthread_mutex_lock(&t->lock);
+	job = t->job;
+	pthread_mutex_unlock(&t->lock);
 	if (nohang && job && !mpl_job_finished(job))
 		return -EAGAIN;
 	*outcome = job ? mpl_job_wait(job, NULL, res) : 0;
@@ -150,8 +153,11 @@ static int mpl_fallback_reap(void *be, bool nohang,
 static void mpl_fallback_drop(void *be)
 {
 	struct mpl_threads *t = be;
-	struct mpl_job *job = t->job;
+	struct mpl_job *job;
 
+	pthread_mutex_lock(&t->lock);
+	job = t->job;
+	pthread_mutex_unlock(&t->lock);
 	if (!job)
 		return;
 	mpl_job_wait(job, NULL, NULL);
