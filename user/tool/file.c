@@ -336,7 +336,6 @@ static int populate_files(struct file_args *a)
 		ranges[i].len = a->files[i].run.size;
 		a->all.size += a->files[i].run.size;
 	}
-	catch_interrupt();
 	progress_bar_start();
 	memprepop_populate_ranges(ranges, a->n, &a->opts, &a->all.res);
 	progress_bar_end();
@@ -380,6 +379,8 @@ int cmd_file(int argc, char **argv)
 	unsigned int i;
 	int ret;
 
+	/* Before any file is made: Ctrl-C from here on undoes them */
+	catch_interrupt();
 	ret = parse_file_args(argc, argv, &a);
 	if (!ret) {
 		for (i = 0; i < a.n && !ret; i++)
@@ -388,6 +389,9 @@ int cmd_file(int argc, char **argv)
 			ret = check_files_room(&a);
 		for (i = 0; i < a.n && !ret; i++)
 			ret = map_file(&a.files[i]);
+		/* Interrupted while the files were made: undone, not filled */
+		if (!ret && interrupted())
+			ret = EXIT_INTERRUPTED;
 		if (!ret)
 			ret = populate_files(&a);
 	} else if (ret == 1) {
