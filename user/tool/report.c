@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,18 +27,39 @@ static double bar_start;
 static bool bar_drawn;
 static volatile sig_atomic_t got_sigint;
 
-static void on_sigint(int sig __attribute__((unused)))
+/* Takes every SIGINT of the process, which no other thread receives */
+static void *sigint_thread(void *arg)
 {
-	got_sigint = 1;
+	sigset_t *set = arg;
+	int sig;
+
+	for (;;)
+		if (!sigwait(set, &sig))
+			got_sigint = 1;
+	return NULL;
 }
 
-/* Ctrl-C cancels the call (progress_bar() says so), which then reports */
+/*
+ * Ctrl-C cancels the call (progress_bar() says so), which then reports. A
+ * handler would not do: the calling thread sleeps in the module's ioctl,
+ * where only a fatal signal wakes it, so a handler would run only once the
+ * call is over. SIGINT is blocked here, in every thread made from now on
+ * (the library's too), and taken by a thread of its own.
+ */
 void catch_interrupt(void)
 {
-	struct sigaction sa = { .sa_handler = on_sigint };
+	static sigset_t set;
+	pthread_t tid;
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (pthread_create(&tid, NULL, sigint_thread, &set)) {
+		/* Without it, Ctrl-C ends the tool as it would have */
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		return;
+	}
+	pthread_detach(tid);
 }
 
 bool interrupted(void)
