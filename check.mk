@@ -93,7 +93,8 @@ check-deb:
 DEBUG_FUZZ_ITERS ?= 100000
 DEBUG_STRESS_SECS ?= 120
 DEBUG_TIMEOUT	?= 10800
-# DEBUG_TESTS: only these programs (wing_test lifetime_test ...); all if empty
+# DEBUG_TESTS: only these programs (wing_test lifetime_test
+# libmemprepop:lib_test ...); all if empty
 DEBUG_TESTS	?=
 
 check-debug: deps
