@@ -30,6 +30,7 @@ ok $? "placement: pages on both nodes and locked, for each backend"
 ok $? "two tmpfs files populated in one call"
 
 # 4.: "backend fastest median slowest", then the verdict
+# shellcheck disable=SC2046 # the four numbers, split
 set -- $(echo "$out" | awk '($1 == "module" || $1 == "fallback") &&
 	NF == 4 && $2 ~ /s$/ { sub(/s$/, "", $2); sub(/s$/, "", $4);
 	print $2, $4 }')
