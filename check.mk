@@ -12,10 +12,13 @@ CHECK_STAGES	:= check-kernel check-compat check-docs check-host \
 
 check: deps
 	@$(MAKE) -s all
-	@set -o pipefail; ( rc=0; for stage in $(CHECK_STAGES); do \
+	@set -o pipefail; ( rc=0; t0=$$(date +%s); for stage in $(CHECK_STAGES); do \
+	    t=$$(date +%s); \
 	    $(MAKE) -s --no-print-directory $$stage || \
 	      { echo "not ok check: make $$stage failed"; rc=1; }; \
-	  done; exit $$rc ) 2>&1 | tee $(B)/check.log | selftests/ktap-summary
+	    echo "# time: $$stage $$(($$(date +%s) - t)) s"; \
+	  done; echo "# time: check $$(($$(date +%s) - t0)) s after the build"; \
+	  exit $$rc ) 2>&1 | tee $(B)/check.log | selftests/ktap-summary
 
 # The kernel side's own quality gates, for the VM's kernel
 checkpatch: $(KSFT)/kselftest_harness.h
@@ -67,12 +70,14 @@ check-vm: $(VM_INITRD) $(VM2_INITRD) $(VM3_INITRD)
 	for k in "$(VM_KVER) $(VM_INITRD) /boot/vmlinuz-$(VM_KVER)" \
 		 "$(VM2_KVER) $(VM2_INITRD) /boot/vmlinuz-$(VM2_KVER)" \
 		 "$$KVER $(VM3_INITRD) $$VMLINUZ"; do \
-	  set -- $$k; echo "# kernel $$1"; \
+	  set -- $$k; echo "# kernel $$1"; t=$$(date +%s); \
 	  testvm/run --initrd $$2 --kernel $$3 \
 		--run 'echo "# workers: $$(cat /sys/class/misc/memprepop/workers)"; MEMPREPOP_STRESS_SECS=5 /selftests/run_kselftest.sh' || rc=1; \
+	  echo "# time: selftests on $$1 $$(($$(date +%s) - t)) s"; t=$$(date +%s); \
 	  testvm/run --initrd $$2 --kernel $$3 --node-mem 1024 \
 		--mem-only-node 1024 \
 		--run '/selftests/run_kselftest.sh -t memprepop:memonly_test' || rc=1; \
+	  echo "# time: memonly_test on $$1 $$(($$(date +%s) - t)) s"; \
 	done; exit $$rc
 
 # DKMS on each kernel of check-vm, the module it built loaded in each one's
