@@ -248,13 +248,6 @@ static bool race_run(struct race *r, double secs,
 	return true;
 }
 
-static double stress_secs(void)
-{
-	const char *s = getenv("MEMPREPOP_STRESS_SECS");
-
-	return s ? atof(s) : 10;
-}
-
 /* The reaped request's file closed at once, another opened */
 static void close_and_reopen(struct race *r)
 {
@@ -279,7 +272,7 @@ TEST_F_TIMEOUT(lifetime, reap_and_close_while_the_worker_notifies, SLOW)
 		SKIP(return, "once is enough");
 	r.fd = open_dev();
 	ASSERT_LE(0, r.fd);
-	if (!race_run(&r, stress_secs(), close_and_reopen))
+	if (!race_run(&r, stress_secs(10), close_and_reopen))
 		SKIP(return, "needs 2 CPUs on 2 nodes");
 	close(r.fd);
 	TH_LOG("%lu rounds of start, reap, close (preemption %s)", r.rounds,
@@ -309,7 +302,7 @@ TEST_F_TIMEOUT(lifetime, kept_worker_idle_once_reaped, SLOW)
 	r.fd = open_dev();
 	ASSERT_LE(0, r.fd);
 	started = workers_started();
-	if (!race_run(&r, stress_secs(), nothing_more))
+	if (!race_run(&r, stress_secs(10), nothing_more))
 		SKIP(return, "needs 2 CPUs on 2 nodes");
 	started = workers_started() - started;
 	close(r.fd);
@@ -345,7 +338,7 @@ TEST_F_TIMEOUT(lifetime, eventfd_quiet_after_the_reap, SLOW)
 	ASSERT_LE(0, r.fd);
 	r.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ASSERT_LE(0, r.efd);
-	if (!race_run(&r, stress_secs(), eventfd_after_reap))
+	if (!race_run(&r, stress_secs(10), eventfd_after_reap))
 		SKIP(return, "needs 2 CPUs on 2 nodes");
 	TH_LOG("%lu of %lu reaped requests told their eventfd later",
 	       r.errors, r.rounds);

@@ -175,6 +175,17 @@ static inline double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * How long a timed race or stress run lasts: MEMPREPOP_STRESS_SECS (make
+ * check sets 5, make check-debug 120), else @dflt seconds
+ */
+static inline double stress_secs(double dflt)
+{
+	const char *s = getenv("MEMPREPOP_STRESS_SECS");
+
+	return s && atof(s) > 0 ? atof(s) : dflt;
+}
+
 /* Writes @s to a sysfs, procfs or debugfs file: 0, or -1 */
 static inline int write_file(const char *path, const char *s)
 {

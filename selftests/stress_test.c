@@ -305,8 +305,7 @@ FIXTURE_TEARDOWN(stress)
 
 TEST_F_TIMEOUT(stress, processes_threads_kills, 6 * 3600)
 {
-	const char *env = getenv("MEMPREPOP_STRESS_SECS");
-	double secs = env ? strtod(env, NULL) : 10, deadline;
+	double secs = stress_secs(10), deadline;
 	struct mem base, after, nbase[MAX_NODES], nafter[MAX_NODES];
 	unsigned int spawned = 0, i;
 	struct shared *sh;

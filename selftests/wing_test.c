@@ -278,11 +278,11 @@ FIXTURE_TEARDOWN(wing)
 /*
  * Finding 1: /proc readers of the workers while they take on and drop
  * the caller's memory policy. A child loops {mmap 256 MiB, populate it
- * with one worker, munmap} for 10 s, 512 MiB of its memory touched
- * beforehand so that each walk of its mm is slow, while a thread of the
- * test reads smaps_rollup and numa_maps of every thread named
- * "memprepop/" (the child's own when workers are its threads, any
- * process's when they are kernel threads). numa_maps takes a reference on
+ * with one worker, munmap} for MEMPREPOP_STRESS_SECS (at most 30 s; 10 s
+ * by default), 512 MiB of its memory touched beforehand so that each walk
+ * of its mm is slow, while a thread of the test reads smaps_rollup and
+ * numa_maps of every thread named "memprepop/" (the child's own when
+ * workers are its threads, any process's when they are kernel threads). numa_maps takes a reference on
  * the thread's task policy: a worker that swaps its policy outside
  * task_lock() frees it under the reader. Passes when nothing crashes and
  * the child's calls all succeed; KASAN in the debug kernel is what
@@ -433,7 +433,8 @@ TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
-		procwalk_child(variant->interleave, 10);
+		procwalk_child(variant->interleave,
+			       stress_secs(10) < 30 ? stress_secs(10) : 30);
 	w.pid = workers_are_threads() ? pid : 0;
 	ASSERT_EQ(0, pthread_create(&w.tid, NULL, walk, &w));
 	took = wait_pid(pid, 180, &status, 0);
@@ -456,9 +457,10 @@ TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
  * Finding 2: SIGKILL lands anywhere in a process's small calls, its file
  * kept open and its workers kept (before its first call, or after it),
  * while a thread of the test hogs a CPU: every child is reaped within
- * 2 s of the kill, and no worker is left once they are all gone. Up to
- * 300 rounds or 15 s. A use-after-free of a request, a pool or the file
- * in the race is KASAN's to report, in the debug kernel.
+ * 2 s of the kill, and no worker is left once they are all gone. For
+ * MEMPREPOP_STRESS_SECS (5 s in make check, 120 s in make check-debug; 15
+ * s by default). A use-after-free of a request, a pool or the file in the
+ * race is KASAN's to report, in the debug kernel.
  */
 struct hog {
 	pthread_t tid;
@@ -504,11 +506,11 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 	unsigned int seed = getpid();
 	int rounds = 0, late = 0, bad = 0;
 	struct hog hog = { 0 };
-	double most = 0, t0;
+	double most = 0, secs = stress_secs(15), t0;
 
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, pthread_create(&hog.tid, NULL, hog_spin, &hog));
-	for (t0 = now(); rounds < 300 && now() - t0 < 15; rounds++) {
+	for (t0 = now(); now() - t0 < secs; rounds++) {
 		int ready[2], status = 0;
 		double took;
 		char byte;
