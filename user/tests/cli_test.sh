@@ -119,7 +119,7 @@ if [ -d /sys/devices/system/node/node1 ] && [ "$(nproc)" = 2 ]; then
 	echo "# without: $(echo "$one" | grep -o '"workers": [0-9]*'), with: $(echo "$out" | grep -o '"workers": [0-9]*')"
 	[ $status = 0 ] && echo "$one" | grep -q '"workers": 1,' &&
 		echo "$out" | grep -q '"workers": 2,' &&
-		echo "$out" | grep -q '"nodes": {"0": 0, "1": 32768}'
+		echo "$out" | grep -q '"nodes": {"0": 0, "1": 32768\(, "[0-9]*": 0\)*}'
 	ok $? "--borrow-cpus: another node's CPU helps, placement unchanged"
 else
 	ok 0 "--borrow-cpus: another node's CPU helps # SKIP needs two nodes of one CPU each"
