@@ -110,14 +110,15 @@ check-debug: deps
 # Kernels beyond make check's three (not part of it: an hour more under
 # TCG), each from Debian's image, the module built against its headers:
 # the newest 6.18 (the longterm series), the newest 7.0 (Ubuntu 26.04's
-# series) and the newest 7.x PREEMPT_RT. Every selftest, as check-vm.
+# series) and the newest 7.x PREEMPT_RT. Every selftest, as check-vm, and
+# DKMS, as check-dkms.
 # CHECK_KERNELS: [FLAVOUR:]SERIES words (scripts/check-kernel)
 CHECK_KERNELS	?= 6.18 7.0 rt-amd64:7
 
 check-kernels: deps
 	@$(MAKE) -s lib tool examples ksft-install
 	@set -o pipefail; ( rc=0; t0=$$(date +%s); for k in $(CHECK_KERNELS); do \
-	    scripts/check-kernel $(B) $(KSRC) $$k || rc=1; done; \
+	    scripts/check-kernel $(B) $(KSRC) $(VERSION) $$k || rc=1; done; \
 	  echo "# time: check-kernels $$(($$(date +%s) - t0)) s"; exit $$rc ) \
 	  2>&1 | tee $(B)/check-kernels.log | selftests/ktap-summary
 
