@@ -161,7 +161,7 @@ $(VM2_KO): $(MODULE_SRC)
 $(VM2_INITRD): $(VM2_KO) $(VM_INITRD)
 	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM2_KO)
 
-# make vm [KERNEL=6.12] [RUN='...'] [EXTRA=file...]: boot the test VM
+# make vm [KERNEL=6.12|7] [RUN='...'] [EXTRA=file...]: boot the test VM
 # The newest 7.x Debian has (trixie-backports, found at run time), the
 # module built in the trixie build root against its headers, the image and
 # modules unpacked into the cache (testvm/debian-kernel). kernel.env holds
@@ -186,12 +186,20 @@ $(VM3_INITRD): $(VM3_KO) $(VM_INITRD)
 .PHONY: FORCE
 FORCE:
 
+# KERNEL=6.12 (VM2_SERIES) or 7 (VM3_SERIES: Debian's newest 7.x, whose
+# version and image kernel.env gives at run time); Debian 12's 6.1 otherwise
+RUN_VM3		= $(filter $(VM3_SERIES),$(KERNEL))
 RUN_KVER	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_KVER),$(VM_KVER))
-RUN_INITRD	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD))
+RUN_INITRD	= $(if $(RUN_VM3),$(VM3_INITRD),$(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD)))
+# For a recipe: what sets the kernel up (. kernel.env), and the bench's
+# --vm arguments after the initramfs
+RUN_ENV		= $(if $(RUN_VM3),. $(VM3_ENV) &&)
+RUN_BENCH_VM	= $(RUN_INITRD) $(if $(RUN_VM3),$$KVER --vmlinuz $$VMLINUZ,$(RUN_KVER))
 
 vm: deps
 	+$(MAKE) --no-print-directory $(RUN_INITRD)
-	testvm/run --initrd $(RUN_INITRD) --kver $(RUN_KVER) \
+	$(RUN_ENV) testvm/run --initrd $(RUN_INITRD) \
+		$(if $(RUN_VM3),--kernel $$VMLINUZ,--kver $(RUN_KVER)) \
 		$(if $(value RUN),--run '$(subst ','\'',$(value RUN))') $(foreach f,$(EXTRA),--extra $(f))
 
 demo: deps
@@ -207,7 +215,7 @@ bench: deps
 
 bench-vm: deps
 	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
-	bench/run $(if $(QUICK),--quick) --vm $(RUN_INITRD) $(RUN_KVER)
+	$(RUN_ENV) bench/run $(if $(QUICK),--quick) --vm $(RUN_BENCH_VM)
 
 # The VMM scenarios (regions, small calls, background): bench/run --vmm
 bench-vmm: deps
@@ -216,7 +224,7 @@ bench-vmm: deps
 
 bench-vmm-vm: deps
 	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
-	bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_INITRD) $(RUN_KVER)
+	$(RUN_ENV) bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_BENCH_VM)
 
 # QEMU with one of contrib/qemu's series (QEMU=7.2, the default, or
 # QEMU=10.0) against stock QEMU (scripts/qemu-build): Debian's binary for
