@@ -261,9 +261,13 @@ run populate --size 1M --interleave all --json
 	  [ "$(echo "$out" | sed 's/.*"nodes": {\([^}]*\)}.*/\1/' |
 	       tr ',' '\n' | wc -l)" -ge "$nodes" ]; }
 ok $? "populate --json: policy_nodes resolved, a count for every node"
+# (a kernel without runtime gigantic pages, as 7.3's defconfig without
+# MEMORY_ISOLATION, has no 1 GiB size at all: nothing to fail here)
 free1g=$(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages \
-	 2> /dev/null || echo 0)
-if [ "$free1g" = 0 ]; then
+	 2> /dev/null || echo none)
+if [ "$free1g" = none ]; then
+	ok 0 "populate --json that fails # SKIP no 1 GiB hugetlb pages in this kernel"
+elif [ "$free1g" = 0 ]; then
 	run populate --size 1G --hugetlb 1G --overcommit --json
 	[ $status = 1 ] && echo "$out" | grep -q '"error": -[0-9]' &&
 		echo "$out" | grep -q '"populated": 0'
