@@ -231,7 +231,7 @@ TEST_F_TIMEOUT(bg, cancel_through_control, SLOW)
 		double t0;
 
 		ASSERT_NE(NULL, p);
-		ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+		ASSERT_EQ(0, no_thp(p, len));
 		ASSERT_EQ(0, bg_start(self->fd, &bg, p, len, 0));
 		usleep(rand() % 400000);
 		t0 = now();
@@ -264,7 +264,7 @@ TEST_F_TIMEOUT(bg, close_cancels, SLOW)
 
 	ASSERT_LE(0, fd);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, bg_start(fd, &bg, p, len, 0));
 	usleep(100 * 1000);

@@ -821,7 +821,7 @@ TEST_F_TIMEOUT(caller, lru_and_unevictable_like_madvise, SLOW)
 			int ret;
 
 			ASSERT_NE(NULL, p);
-			madvise(p, len, MADV_NOHUGEPAGE);
+			no_thp(p, len);
 			if (lock)
 				ASSERT_EQ(0, mlock2(p, len, MLOCK_ONFAULT));
 			ret = by_ioctl ?

@@ -713,7 +713,7 @@ TEST_F_TIMEOUT(cg, page_tables_charged_like_madvise, 3600)
 	for (int i = 0; i < 2; i++) {
 		p[i] = map_anon_both(len);
 		ASSERT_NE(NULL, p[i]);
-		madvise(p[i], len, MADV_NOHUGEPAGE);
+		no_thp(p[i], len);
 	}
 	for (int i = 0; i < 2; i++) {
 		struct memprepop_populate req;

@@ -52,7 +52,7 @@ FIXTURE_SETUP(memonly)
 	ASSERT_LE(0, self->fd);
 	self->p = map_anon(LEN);
 	ASSERT_NE(NULL, self->p);
-	ASSERT_EQ(0, madvise(self->p, LEN, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(self->p, LEN));
 }
 
 FIXTURE_TEARDOWN(memonly)

@@ -387,6 +387,22 @@ static inline uint64_t sum_counts(const uint64_t *counts, unsigned int nr)
 }
 
 /*
+ * Keep [@addr, @addr + @len) in base pages, as the page counts the tests
+ * compare assume: madvise(MADV_NOHUGEPAGE), 0 or -1 as madvise. A kernel
+ * without transparent huge pages (PREEMPT_RT's, or one built without them)
+ * refuses the advice with EINVAL and never makes a huge page: 0 there.
+ */
+static inline int no_thp(void *addr, size_t len)
+{
+	if (!madvise(addr, len, MADV_NOHUGEPAGE))
+		return 0;
+	if (errno == EINVAL &&
+	    access("/sys/kernel/mm/transparent_hugepage", F_OK))
+		return 0;
+	return -1;
+}
+
+/*
  * An anonymous private mapping, or NULL. It is a VMA of its own, between two
  * PROT_NONE guard pages that stay after munmap(p, len): never merged with a
  * neighbour, so that numa_maps_nodes() can count it.

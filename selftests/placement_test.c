@@ -68,7 +68,7 @@ FIXTURE_SETUP(place)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->p);
 	/* Base pages, so that the interleave formula is per 4 KiB page */
-	ASSERT_EQ(0, madvise(self->p, LEN, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(self->p, LEN));
 	self->migrated = proc_field("/proc/vmstat", "pgmigrate_success");
 }
 
@@ -438,7 +438,7 @@ TEST_F_TIMEOUT(place, borrow_cpus_helpers, 3600)
 		SKIP(return, "needs exactly one CPU per node");
 	q = map_anon(len);
 	ASSERT_NE(NULL, q);
-	ASSERT_EQ(0, madvise(q, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(q, len));
 	ASSERT_EQ(0, mbind_nodes(q, len, MPOL_BIND, 1 << 1));
 	ASSERT_EQ(0, ioc_populate_workers(self->fd, q, len, 0, 2, &req));
 	EXPECT_EQ(1, req.workers);

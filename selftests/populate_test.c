@@ -116,7 +116,7 @@ TEST_F(dev, anon_private_4k)
 	char *p = map_anon(len);
 
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	ASSERT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
 	EXPECT_EQ(len, req.populated);
 	EXPECT_LE(1, req.workers);

@@ -221,7 +221,7 @@ TEST_F_TIMEOUT(ranges, thousands_of_small_runs, SLOW)
 
 	ASSERT_NE(NULL, r);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	/* Run i: 1 to 3 pages at 4 * i pages; the rest of each 4 a gap */
 	for (i = 0; i < nr; i++)
 		r[i] = (struct memprepop_range){

@@ -1005,7 +1005,7 @@ static void stop_child(enum stop_how how, bool by_ioctl, const char *path,
 	} else {
 		p = map_anon(len);
 		if (p)
-			madvise(p, len, MADV_NOHUGEPAGE);
+			no_thp(p, len);
 	}
 	if (fd < 0 || !p || sigaction(SIGUSR1, &sa, NULL) ||
 	    write(ready, "x", 1) != 1)

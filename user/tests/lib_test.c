@@ -567,7 +567,7 @@ TEST_F_TIMEOUT(lib, progress_cancels, SLOW)
 
 	RETURN_IF_SKIPPED();
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	self->opts.progress = log_progress;
 	self->opts.progress_arg = &log;
 	self->opts.max_threads = 1;
@@ -782,7 +782,7 @@ TEST_F_TIMEOUT(lib, placement_bind_one_node_helped, SLOW)
 		SKIP(return, "needs two NUMA nodes of one CPU each");
 	p = map_anon(len);
 	ASSERT_NE(NULL, p);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	ASSERT_EQ(0, mbind(p, len, MPOL_BIND, &m1, 64, 0));
 	self->opts.max_threads = 2;
 	ASSERT_EQ(0, memprepop_populate(p, len, &self->opts, &res));
@@ -1149,7 +1149,7 @@ TEST_F_TIMEOUT(lib, ranges_many_small, SLOW)
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, r);
 	ASSERT_NE(NULL, counts);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	for (i = 0; i < n; i++) {
 		r[i].addr = (uintptr_t)p + 2 * i * page_size();
 		r[i].len = page_size();
@@ -1270,7 +1270,7 @@ TEST_F_TIMEOUT(lib, populate_bitmap, SLOW)
 	RETURN_IF_SKIPPED();
 	ASSERT_NE(NULL, p);
 	ASSERT_NE(NULL, bm);
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	/* Empty: nothing at all */
 	EXPECT_EQ(0, memprepop_populate_bitmap(p, page_size(), bm, n,
 					       &self->opts, &res));
@@ -1391,7 +1391,7 @@ static char *map_three(size_t len, struct memprepop_range *r)
 	char *p = map_anon(len);
 	unsigned int i;
 
-	if (!p || madvise(p, len, MADV_NOHUGEPAGE))
+	if (!p || no_thp(p, len))
 		return NULL;
 	memset(r, 0, 3 * sizeof(*r));
 	for (i = 0; i < 3; i++) {
@@ -1999,7 +1999,7 @@ TEST_F_TIMEOUT(nodes, partial_range, SLOW)
 
 	ASSERT_NE(NULL, p);
 	/* Base pages: a write faults in one page, not 2 MiB */
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	for (i = 0; i < pages / 2; i += 3)
 		p[i * page_size()] = 1;
 	for (i = 0; i < pages; i++)
@@ -2134,7 +2134,7 @@ TEST_F_TIMEOUT(balancing, node_pages_exact_while_marked, SLOW)
 	p = map_anon(len);
 	ASSERT_NE(NULL, p);
 	/* Base pages: each its own PTE to mark and its own hinting fault */
-	ASSERT_EQ(0, madvise(p, len, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, no_thp(p, len));
 	ASSERT_EQ(0, memprepop_populate(p, len, NULL, NULL));
 
 	before = proc_field("/proc/vmstat", "numa_pte_updates");
