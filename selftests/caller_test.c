@@ -1030,6 +1030,33 @@ static int numa_group_of(pid_t tid)
 	return s ? atoi(s + strlen("numa_group_id=")) : -1;
 }
 
+/*
+ * What NUMA balancing saw of a thread, for the log: the node it runs on
+ * and the hinting faults it took, private (on pages it noted last) and
+ * shared (noted by another thread: the only ones that can group it).
+ */
+static void numa_faults_of(const char *who, pid_t tid)
+{
+	unsigned long priv = 0, shared = 0, p, s;
+	char path[64], buf[16384], *line;
+	int node = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (line = buf; (line = strstr(line, "numa_faults node=")); line++)
+		if (sscanf(line, "numa_faults node=%*d task_private=%lu task_shared=%lu",
+			   &p, &s) == 2) {
+			priv += p;
+			shared += s;
+		}
+	line = strstr(buf, "current_node=");
+	if (line)
+		node = atoi(line + strlen("current_node="));
+	dprintf(1, "#   %s %d: on node %d, hinting faults private %lu, shared %lu\n",
+		who, tid, node, priv, shared);
+}
+
 struct shared_range {
 	char *p;
 	size_t len;
@@ -1112,6 +1139,15 @@ static void numa_group_child(int fd, double secs)
 		group = __atomic_load_n(&w.tid, __ATOMIC_ACQUIRE) ?
 			numa_group_of(w.tid) : 0;
 		grouped = group > 0 && populators_grouped(&pop, group);
+	}
+	numa_faults_of("the writer", w.tid);
+	numa_faults_of(fd < 0 ? "madvise's thread" : "the caller", pop.tid);
+	if (fd >= 0) {
+		struct worker_stat ws[64];
+		int n = scan_workers(ws, 64);
+
+		for (int i = 0; i < n && i < 64; i++)
+			numa_faults_of("a worker", ws[i].tid);
 	}
 	__atomic_store_n(&pop.stop, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&w.stop, 1, __ATOMIC_RELAXED);
