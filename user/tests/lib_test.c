@@ -1642,7 +1642,7 @@ TEST_F_TIMEOUT(ctx, threads_reused, SLOW)
 
 	RETURN_IF_SKIPPED();
 	if (variant->backend != MEMPREPOP_BACKEND_FALLBACK)
-		SKIP(return, "the module's workers are not the process's");
+		SKIP(return, "the fallback's threads (the module's: pool_test)");
 	n = 0;
 	for (call = 0; call < 12; call++) {
 		p = map_three(len, r);
@@ -1700,7 +1700,7 @@ TEST_F_TIMEOUT(ctx, threads_within_callers_cpus, SLOW)
 
 	RETURN_IF_SKIPPED();
 	if (variant->backend != MEMPREPOP_BACKEND_FALLBACK)
-		SKIP(return, "the module's workers are not the process's");
+		SKIP(return, "the fallback's threads (the module's: placement_test)");
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(saved), &saved));
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) ||
 	    !CPU_ISSET(1, &saved))
