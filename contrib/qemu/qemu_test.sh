@@ -194,12 +194,16 @@ else
 fi
 calls1=$(stat_of calls) bytes1=$(stat_of bytes_populated)
 
-# 4: through the module, both backends in one call
+# 4: through the module, both backends in one call; with a series that
+# keeps upstream's rule (no asynchronous preallocation without a thread
+# context: 10.2, which takes MEMPREPOP_QEMU_METHOD), one call each
+cmdline_calls=$mpp_calls
+[ -z "$method" ] || cmdline_calls=$((2 * mpp_calls))
 if [ $has_module = 1 ]; then
 	echo "# module: $((calls1 - calls0)) calls, $((bytes1 - bytes0)) bytes"
-	[ $((calls1 - calls0)) = $mpp_calls ] &&
+	[ $((calls1 - calls0)) = $cmdline_calls ] &&
 		[ $((bytes1 - bytes0)) = $((mpp_calls * 2 * mib * 1048576)) ]
-	ok $? "$name: both backends in $mpp_calls call of the module"
+	ok $? "$name: both backends in $cmdline_calls call(s) of the module"
 else
 	ok 0 "$name: both backends in one call of the module # SKIP no module"
 fi
