@@ -1015,19 +1015,34 @@ static const char *const balancing_knobs[][2] = {
 
 #define NR_KNOBS	(sizeof(balancing_knobs) / sizeof(balancing_knobs[0]))
 
+#define SCHED_SIZE	16384
+
+/* /proc/TID/sched into @buf of SCHED_SIZE: false if it cannot be read */
+static bool sched_of(pid_t tid, char *buf)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
+	return read_file(path, buf, SCHED_SIZE) > 0;
+}
+
+/* The number after @key in a /proc/TID/sched, or -1 when it has none */
+static int sched_field(const char *buf, const char *key)
+{
+	const char *s = strstr(buf, key);
+
+	return s ? atoi(s + strlen(key)) : -1;
+}
+
 /*
  * A task's NUMA balancing group, as /proc/TID/sched shows it: the group's
  * id, 0 for none, -1 when the file does not say (no CONFIG_SCHED_DEBUG).
  */
 static int numa_group_of(pid_t tid)
 {
-	char path[64], buf[16384], *s;
+	char buf[SCHED_SIZE];
 
-	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
-	if (read_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
-	s = strstr(buf, "numa_group_id=");
-	return s ? atoi(s + strlen("numa_group_id=")) : -1;
+	return sched_of(tid, buf) ? sched_field(buf, "numa_group_id=") : -1;
 }
 
 /*
@@ -1038,11 +1053,9 @@ static int numa_group_of(pid_t tid)
 static void numa_faults_of(const char *who, pid_t tid)
 {
 	unsigned long priv = 0, shared = 0, p, s;
-	char path[64], buf[16384], *line;
-	int node = -1;
+	char buf[SCHED_SIZE], *line;
 
-	snprintf(path, sizeof(path), "/proc/%d/sched", tid);
-	if (read_file(path, buf, sizeof(buf)) <= 0)
+	if (!sched_of(tid, buf))
 		return;
 	for (line = buf; (line = strstr(line, "numa_faults node=")); line++)
 		if (sscanf(line, "numa_faults node=%*d task_private=%lu task_shared=%lu",
@@ -1050,11 +1063,8 @@ static void numa_faults_of(const char *who, pid_t tid)
 			priv += p;
 			shared += s;
 		}
-	line = strstr(buf, "current_node=");
-	if (line)
-		node = atoi(line + strlen("current_node="));
 	dprintf(1, "#   %s %d: on node %d, hinting faults private %lu, shared %lu\n",
-		who, tid, node, priv, shared);
+		who, tid, sched_field(buf, "current_node="), priv, shared);
 }
 
 struct shared_range {
