@@ -12,7 +12,9 @@
 # usage: qemu_test.sh PATCHED_QEMU [STOCK_QEMU]
 #
 # Tests 19-22 are for QEMU 10.0 and later (libvirt's thread contexts with
-# asynchronous preallocation, mem-lock=on-fault), skipped for older ones.
+# asynchronous preallocation, mem-lock=on-fault), skipped for older ones;
+# 23 for a series given MEMPREPOP_QEMU_METHOD (the machine's default
+# method, which libvirt can pass on).
 #
 # MEMPREPOP_QEMU_WITHOUT=1: PATCHED_QEMU is the series built without
 # libmemprepop, which must behave as stock QEMU does: the same results, no
@@ -166,7 +168,7 @@ if [ ! -x "$patched" ]; then
 	exit 4
 fi
 command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
-echo "1..22"
+echo "1..23"
 has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
 echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend; numa_balancing: $(cat /proc/sys/kernel/numa_balancing 2> /dev/null || echo -)"
@@ -479,5 +481,37 @@ if [ "${qver:-0}" -ge 10 ]; then
 else
 	ok 0 "mem-lock=on-fault: patched # SKIP needs QEMU 10"
 	ok 0 "mem-lock=on-fault: stock # SKIP needs QEMU 10"
+fi
+
+# 23: the machine's prealloc-method, as libvirt can pass it on (a second
+# -machine through <qemu:commandline>): every backend that sets none takes
+# it (the command line's, -m's RAM with -mem-prealloc, one added by
+# object_add), one that sets its own keeps it. Read from the trace events
+# (on stderr) and the module's calls.
+what="$name: -machine ${method#,}: every backend's default, a backend's own kept"
+if [ -n "$method" ] && [ "${qver:-0}" -ge 10 ]; then
+	as patched
+	opt=
+	calls0=$(stat_of calls)
+	if start "$bin" -machine "${method#,}" -m "${mib}M" -mem-prealloc \
+		$(backends on 2) -trace 'host_memory_backend_memprepop*'; then
+		hmp "object_add memory-backend-ram,id=hot,size=64M,prealloc=on"
+		hmp "object_add memory-backend-ram,id=own,size=64M,prealloc=on,prealloc-method=default"
+		placed "$name"
+		good=$?
+		stop
+		calls=$(($(stat_of calls) - calls0))
+		got=$(sed -n 's/^.*host_memory_backend_memprepop backend \([^ ]*\) .* ret 0$/\1/p' \
+			"$tmp/err" | sort | tr '\n' ' ')
+		echo "# $name: backends through libmemprepop: ${got:-none}; module calls $calls"
+		[ "$status" = 0 ] && [ "$got" = "hot m0 m1 ram " ] || good=1
+		[ $has_module = 0 ] || [ "$calls" = 4 ] || good=1
+	else
+		cat "$tmp/err"
+		good=1
+	fi
+	ok $good "$what"
+else
+	ok 0 "$what # SKIP the series takes no prealloc-method"
 fi
 ktap_finish
