@@ -26,8 +26,8 @@
 # the machine is set up, spawning, and setuid), "off" for none.
 # MEMPREPOP_QEMU_METHOD: what the patched QEMU's memory backends are given
 # to preallocate through libmemprepop, for a series that asks
-# (prealloc-method=memprepop for 10.2); the machine's own RAM (-m) takes
-# no backend option, so -mem-prealloc stays QEMU's own there.
+# (prealloc-method=memprepop for 10.x); the machine's own RAM (-m) takes
+# no backend option, so -mem-prealloc stays QEMU's own there (but for 23).
 #
 # The backends' arguments are split into words on purpose:
 # shellcheck disable=SC2046
@@ -198,7 +198,7 @@ calls1=$(stat_of calls) bytes1=$(stat_of bytes_populated)
 
 # 4: through the module, both backends in one call; with a series that
 # keeps upstream's rule (no asynchronous preallocation without a thread
-# context: 10.2, which takes MEMPREPOP_QEMU_METHOD), one call each
+# context: 10.x, which take MEMPREPOP_QEMU_METHOD), one call each
 cmdline_calls=$mpp_calls
 [ -z "$method" ] || cmdline_calls=$((2 * mpp_calls))
 if [ $has_module = 1 ]; then
@@ -488,12 +488,12 @@ fi
 # it (the command line's, -m's RAM with -mem-prealloc, one added by
 # object_add), one that sets its own keeps it. Read from the trace events
 # (on stderr) and the module's calls.
-what="$name: -machine ${method#,}: every backend's default, a backend's own kept"
+what="$name: -machine prealloc-method=memprepop: every backend's default, a backend's own kept"
 if [ -n "$method" ] && [ "${qver:-0}" -ge 10 ]; then
 	as patched
 	opt=
 	calls0=$(stat_of calls)
-	if start "$bin" -machine "${method#,}" -m "${mib}M" -mem-prealloc \
+	if start "$bin" -machine prealloc-method=memprepop -m "${mib}M" -mem-prealloc \
 		$(backends on 2) -trace 'host_memory_backend_memprepop*'; then
 		hmp "object_add memory-backend-ram,id=hot,size=64M,prealloc=on"
 		hmp "object_add memory-backend-ram,id=own,size=64M,prealloc=on,prealloc-method=default"
