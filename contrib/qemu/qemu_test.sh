@@ -14,7 +14,8 @@
 # Tests 19-22 are for QEMU 10.0 and later (libvirt's thread contexts with
 # asynchronous preallocation, mem-lock=on-fault), skipped for older ones;
 # 23 for a series given MEMPREPOP_QEMU_METHOD (the machine's default
-# method, which libvirt can pass on).
+# method, which libvirt can pass on); 24-25 need a free 1 GiB hugetlb page
+# (the test VM allocates one at boot).
 #
 # MEMPREPOP_QEMU_WITHOUT=1: PATCHED_QEMU is the series built without
 # libmemprepop, which must behave as stock QEMU does: the same results, no
@@ -168,11 +169,12 @@ if [ ! -x "$patched" ]; then
 	exit 4
 fi
 command -v "$stock" > /dev/null || { echo "1..0 # SKIP no $stock"; exit 4; }
-echo "1..23"
+echo "1..25"
 has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
 echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend; numa_balancing: $(cat /proc/sys/kernel/numa_balancing 2> /dev/null || echo -)"
-echo "# -sandbox ${sandbox:-off}; the patched QEMU's backends: ${method:-no option (as stock)}"
+given=${method#,}
+echo "# -sandbox ${sandbox:-off}; the patched QEMU's backends: ${given:-no option (as stock)}"
 
 # 1-3: the series' QEMU, preallocated and locked
 calls0=$(stat_of calls) bytes0=$(stat_of bytes_populated)
@@ -513,5 +515,43 @@ if [ -n "$method" ] && [ "${qver:-0}" -ge 10 ]; then
 	ok $good "$what"
 else
 	ok 0 "$what # SKIP the series takes no prealloc-method"
+fi
+
+# 24-25: a hugetlbfs backend of 1 GiB pages (hugetlbfs mounted with
+# pagesize=1G), bound to the node whose pool has a free page, preallocated:
+# the page there for both, through the module for the patched one
+gnode=
+for p in /sys/devices/system/node/node[0-9]*/hugepages/hugepages-1048576kB; do
+	[ "$(cat "$p/free_hugepages" 2> /dev/null || echo 0)" -gt 0 ] || continue
+	gnode=${p#/sys/devices/system/node/node}
+	gnode=${gnode%%/*}
+	break
+done
+if [ -n "$gnode" ] && mkdir -p "$tmp/hp1g" &&
+   mount -t hugetlbfs -o pagesize=1G none "$tmp/hp1g" 2> /dev/null; then
+	obj="memory-backend-file,id=g,size=1G,mem-path=$tmp/hp1g,share=on"
+	obj="$obj,host-nodes=$gnode,policy=bind,prealloc=on,prealloc-threads=2"
+	for q in patched stock; do
+		as $q
+		calls0=$(stat_of calls)
+		if start "$bin" -object "$obj$opt"; then
+			got=$(bound_pages "$gnode" "$gnode")
+			stop
+			calls=$(($(stat_of calls) - calls0))
+			echo "# $label: 1 GiB page backend: $got of 262144 (4 KiB) pages on node $gnode, module calls $calls"
+			[ "$status" = 0 ] && [ "$got" = 262144 ] &&
+				{ [ $q = stock ] || [ $has_module = 0 ] ||
+				  [ "$calls" = $mpp_calls ]; }
+			ok $? "$label: a backend of 1 GiB hugetlb pages on its bound node"
+		else
+			cat "$tmp/err"
+			ok 1 "$label: a backend of 1 GiB hugetlb pages on its bound node"
+		fi
+	done
+	umount "$tmp/hp1g"
+else
+	why="no free 1 GiB hugetlb page"
+	ok 0 "patched: a backend of 1 GiB hugetlb pages # SKIP $why"
+	ok 0 "stock: a backend of 1 GiB hugetlb pages # SKIP $why"
 fi
 ktap_finish
