@@ -226,9 +226,10 @@ bench-vmm-vm: deps
 	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
 	$(RUN_ENV) bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_BENCH_VM)
 
-# QEMU with one of contrib/qemu's series (QEMU=7.2, the default, or
-# QEMU=10.0) against stock QEMU (scripts/qemu-build): Debian's binary for
-# 7.2, the same source built without the series for 10.0
+# QEMU with one of contrib/qemu's series (QEMU=7.2, the default, 10.0 or
+# 10.2) against stock QEMU (scripts/qemu-build): Debian's binary for 7.2,
+# the same source built without the series for 10.x, or QEMU_STOCK=PATH
+# (Debian 13's own: QEMU_STOCK=$(scripts/qemu-debian [trixie]))
 QEMU_SERIES	= $(or $(QEMU),7.2)
 QEMU_MPP	= $$(scripts/qemu-build $(B) --qemu $(QEMU_SERIES))/qemu-system-x86_64
 QEMU_STOCK	= $(if $(filter 7.2,$(QEMU_SERIES)),,$$(scripts/qemu-build $(B) \
@@ -263,7 +264,7 @@ bench-qemu-vm: deps
 	q="$(QEMU_MPP)" && s="$(QEMU_STOCK)" && \
 	testvm/mkinitramfs-qemu $(VM_INITRD) "$$q" \
 		$(B)/qemu-$(QEMU_SERIES)/initramfs.cpio "" $$s && \
-	bench/run $(if $(QUICK),--quick) --qemu "$$q" \
+	bench/run $(if $(QUICK),--quick) --qemu "$$q" $${s:+--qemu-stock "$$s"} \
 		--vm $(B)/qemu-$(QEMU_SERIES)/initramfs.cpio $(VM_KVER)
 
 # --- install --------------------------------------------------------------------

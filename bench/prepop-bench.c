@@ -22,7 +22,10 @@
  * -overcommit mem-lock=on to both (--mem-lock=on-fault: mem-lock=on-fault);
  * --thread-contexts gives each bound backend a thread context of its node
  * (thread-context,node-affinity=N as its prealloc-context), as libvirt
- * does.
+ * does; --qemu-sandbox OPTS runs every QEMU under -sandbox OPTS (libvirt's
+ * line), and --qemu-mpp-machine OPTS gives the patched one a second
+ * -machine OPTS (prealloc-method=memprepop for the 10.x series, as libvirt
+ * can pass it on).
  * qemu-stock-hot:N and qemu-mpp-hot:N start QEMU without backends and add
  * them with object_add once it is ready (memory hotplug): timed from the
  * command to its answer.
@@ -97,6 +100,8 @@ struct config {
 	const char *qemu_stock;	/* stock QEMU: qemu-system-x86_64 on PATH */
 	const char *mem_lock;	/* -overcommit mem-lock= for qemu-*, or NULL */
 	bool thread_contexts;	/* a thread context per bound backend */
+	const char *sandbox;	/* -sandbox for every QEMU, or NULL */
+	const char *mpp_machine; /* a second -machine for qemu-mpp, or NULL */
 };
 
 #define QEMU_NODES	8
@@ -317,7 +322,7 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	static const char ask[] = "info status\n", quit[] = "quit\n";
 	char objects[MAX_REGIONS][512], tcs[MAX_REGIONS][64], mib[32];
 	char lock[32], buf[4096];
-	char *argv[12 + 4 * MAX_REGIONS] = {
+	char *argv[16 + 4 * MAX_REGIONS] = {
 		(char *)bin, "-machine", "none", "-nodefaults",
 		"-display", "none", "-monitor", "stdio",
 	};
@@ -379,6 +384,15 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	if (how & QEMU_SMALL_TB) {
 		argv[argc++] = "-accel";
 		argv[argc++] = "tcg,tb-size=16";
+	}
+	if (cfg->sandbox) {
+		argv[argc++] = "-sandbox";
+		argv[argc++] = (char *)cfg->sandbox;
+	}
+	/* As libvirt passes what it does not know: <qemu:commandline> */
+	if (cfg->mpp_machine && bin == cfg->qemu_mpp) {
+		argv[argc++] = "-machine";
+		argv[argc++] = (char *)cfg->mpp_machine;
 	}
 	argv[argc] = NULL;
 	if (pipe(in))
@@ -753,7 +767,8 @@ static void usage(void)
 		"[--policy none|bind|interleave|preferred]\n"
 		"                    [--regions R] [--work-ms MS] [--present]\n"
 		"                    [--qemu-mpp PATH] [--qemu-stock PATH]\n"
-		"                    [--mem-lock[=on-fault]] [--thread-contexts]\n");
+		"                    [--mem-lock[=on-fault]] [--thread-contexts]\n"
+		"                    [--qemu-sandbox OPTS] [--qemu-mpp-machine OPTS]\n");
 }
 
 int main(int argc, char **argv)
@@ -772,6 +787,8 @@ int main(int argc, char **argv)
 		{ "qemu-stock", required_argument, NULL, 'S' },
 		{ "mem-lock", optional_argument, NULL, 'L' },
 		{ "thread-contexts", no_argument, NULL, 'T' },
+		{ "qemu-sandbox", required_argument, NULL, 'X' },
+		{ "qemu-mpp-machine", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
@@ -838,6 +855,12 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			cfg.thread_contexts = true;
+			break;
+		case 'X':
+			cfg.sandbox = optarg;
+			break;
+		case 'M':
+			cfg.mpp_machine = optarg;
 			break;
 		default:
 			return usage(), 2;
