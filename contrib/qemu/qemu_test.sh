@@ -174,6 +174,8 @@ has_module=0
 [ -e /dev/memprepop ] && [ -d "$stats" ] && has_module=1
 echo "# nodes with memory: $(echo "$nodes" | tr '\n' ' ')module: $has_module; $mib MiB per backend; numa_balancing: $(cat /proc/sys/kernel/numa_balancing 2> /dev/null || echo -)"
 given=${method#,}
+qversion() { "$1" --version | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -n 1; }
+echo "# $name: QEMU $(qversion "$patched"); stock: QEMU $(qversion "$stock") ($stock)"
 echo "# -sandbox ${sandbox:-off}; the patched QEMU's backends: ${given:-no option (as stock)}"
 
 # 1-3: the series' QEMU, preallocated and locked
