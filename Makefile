@@ -226,20 +226,22 @@ bench-vmm-vm: deps
 	+$(MAKE) --no-print-directory $(BENCH) $(RUN_INITRD)
 	$(RUN_ENV) bench/run $(if $(QUICK),--quick) --vmm --vm $(RUN_BENCH_VM)
 
-# QEMU with one of contrib/qemu's series (QEMU=7.2, the default, 10.0 or
-# 10.2) against stock QEMU (scripts/qemu-build): Debian's binary for 7.2,
-# the same source built without the series for 10.x, or QEMU_STOCK=PATH
-# (Debian 13's own: QEMU_STOCK=$(scripts/qemu-debian [trixie]))
-QEMU_SERIES	= $(or $(QEMU),7.2)
+# QEMU with one of contrib/qemu's series (QEMU=10.2, the default, or 10.0)
+# against stock QEMU: the same source built without the series
+# (scripts/qemu-build), or QEMU_STOCK=PATH (Debian 13's own binary:
+# QEMU_STOCK=$(scripts/qemu-debian [trixie]))
+QEMU_SERIES	= $(or $(QEMU),10.2)
 QEMU_MPP	= $$(scripts/qemu-build $(B) --qemu $(QEMU_SERIES))/qemu-system-x86_64
-QEMU_STOCK	= $(if $(filter 7.2,$(QEMU_SERIES)),,$$(scripts/qemu-build $(B) \
-		  --qemu $(QEMU_SERIES) --stock)/qemu-system-x86_64)
+QEMU_STOCK	= $$(scripts/qemu-build $(B) --qemu $(QEMU_SERIES) \
+		  --stock)/qemu-system-x86_64
 bench-qemu: deps
 	+$(MAKE) --no-print-directory -s $(BENCH) lib tool docs
 	q="$(QEMU_MPP)" && s="$(QEMU_STOCK)" && \
 	bench/run $(if $(QUICK),--quick) --qemu "$$q" $${s:+--qemu-stock "$$s"}
 
-# make bench-virtio-mem [QUICK=1]: QEMU 10.0 with the series against stock
+# make bench-virtio-mem [QUICK=1]: QEMU 10.0 with the series (its backend
+# given prealloc-method=memprepop, its device memdev-prealloc-threads=on)
+# against stock
 # on this host, a virtio-mem plug of 512 MiB with prealloc=on, the test VM's
 # kernel as guest, with this host's free page reporting as it is and then
 # off: results/host-qemu-10.0-virtio-mem{,-no-reporting}.{md,json}
@@ -256,6 +258,8 @@ bench-virtio-mem: deps
 			--modules /lib/modules/$(VM_KVER)/kernel/drivers/virtio \
 			--size 512 --threads 2 --reps $(if $(QUICK),3,7) --sample \
 			--warmup $$how --json $$r.json --md $$r.md \
+			--backend patched:prealloc-method=memprepop \
+			--device patched:memdev-prealloc-threads=on \
 			stock="$$s" patched="$$q" || exit 1; \
 	done
 

@@ -122,8 +122,8 @@ check-kernels: deps
 	  echo "# time: check-kernels $$(($$(date +%s) - t0)) s"; exit $$rc ) \
 	  2>&1 | tee $(B)/check-kernels.log | selftests/ktap-summary
 
-# QEMU with contrib/qemu's series (QEMU=10.0 or QEMU=7.2 for one; both by
-# default) against stock QEMU of the same version, on this host
+# QEMU with contrib/qemu's series (QEMU=10.2 or QEMU=10.0 for one; both by
+# default) against Debian's stock QEMU, on this host
 # and in the test VM (not part of make check: its first build takes long;
 # the build is cached, see scripts/qemu-build)
 check-qemu: deps
