@@ -343,6 +343,26 @@ for q in patched stock; do
 	fi
 done
 
+# one_backend WHAT OBJ NODE PAGES: $bin (as $q) started with the memory
+# backend OBJ bound to NODE, preallocated: its PAGES (of 4 KiB) all there,
+# a clean quit, and for the patched QEMU with the module, its calls
+one_backend() {
+	ob_good=1
+	ob_calls0=$(stat_of calls)
+	if start "$bin" -object "$2$opt"; then
+		ob_got=$(bound_pages "$3" "$3")
+		stop
+		ob_calls=$(($(stat_of calls) - ob_calls0))
+		echo "# $1: $ob_got of $4 pages on node $3, module calls $ob_calls"
+		[ "$status" = 0 ] && [ "$ob_got" = "$4" ] &&
+			{ [ "$q" = stock ] || [ $has_module = 0 ] ||
+			  [ "$ob_calls" = $mpp_calls ]; } && ob_good=0
+	else
+		cat "$tmp/err"
+	fi
+	ok $ob_good "$1"
+}
+
 # 13-16: memfd and hugetlbfs backends, bound to the second node and
 # preallocated: every page there, for both QEMUs, through the module for the
 # patched one
@@ -366,20 +386,7 @@ for kind in memfd hugetlbfs; do
 			ok 0 "$what # SKIP no free 2 MiB hugetlb pages on node $nd"
 			continue
 		fi
-		calls0=$(stat_of calls)
-		if start "$bin" -object "$obj$opt"; then
-			got=$(bound_pages "$nd" "$nd")
-			stop
-			calls=$(($(stat_of calls) - calls0))
-			echo "# $label: $kind, $got of $((size * 256)) pages on node $nd, module calls $calls"
-			[ "$got" = $((size * 256)) ] &&
-				{ [ $q = stock ] || [ $has_module = 0 ] ||
-				  [ "$calls" = $mpp_calls ]; }
-			ok $? "$what"
-		else
-			cat "$tmp/err"
-			ok 1 "$what"
-		fi
+		one_backend "$what" "$obj" "$nd" $((size * 256))
 	done
 done
 
@@ -535,20 +542,8 @@ if [ -n "$gnode" ] && mkdir -p "$tmp/hp1g" &&
 	obj="$obj,host-nodes=$gnode,policy=bind,prealloc=on,prealloc-threads=2"
 	for q in patched stock; do
 		as $q
-		calls0=$(stat_of calls)
-		if start "$bin" -object "$obj$opt"; then
-			got=$(bound_pages "$gnode" "$gnode")
-			stop
-			calls=$(($(stat_of calls) - calls0))
-			echo "# $label: 1 GiB page backend: $got of 262144 (4 KiB) pages on node $gnode, module calls $calls"
-			[ "$status" = 0 ] && [ "$got" = 262144 ] &&
-				{ [ $q = stock ] || [ $has_module = 0 ] ||
-				  [ "$calls" = $mpp_calls ]; }
-			ok $? "$label: a backend of 1 GiB hugetlb pages on its bound node"
-		else
-			cat "$tmp/err"
-			ok 1 "$label: a backend of 1 GiB hugetlb pages on its bound node"
-		fi
+		one_backend "$label: a backend of 1 GiB hugetlb pages on its bound node" \
+			"$obj" "$gnode" 262144
 	done
 	umount "$tmp/hp1g"
 else
