@@ -211,7 +211,7 @@ if [ $has_module = 1 ]; then
 		[ $((bytes1 - bytes0)) = $((mpp_calls * 2 * mib * 1048576)) ]
 	ok $? "$name: both backends in $cmdline_calls call(s) of the module"
 else
-	ok 0 "$name: both backends in one call of the module # SKIP no module"
+	ok 0 "$name: both backends through the module # SKIP no module"
 fi
 
 # 5-6: stock QEMU, the same way: what the patched one is held to
