@@ -119,6 +119,8 @@ struct config {
  * answer
  */
 #define QEMU_HOTPLUG	(1u << 2)
+/* QEMU with the series: given cfg->mpp_machine */
+#define QEMU_MPP	(1u << 3)
 
 /* What a QEMU run showed from outside, just before it quit */
 struct qemu_seen {
@@ -390,7 +392,7 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 		argv[argc++] = (char *)cfg->sandbox;
 	}
 	/* As libvirt passes what it does not know: <qemu:commandline> */
-	if (cfg->mpp_machine && bin == cfg->qemu_mpp) {
+	if (cfg->mpp_machine && (how & QEMU_MPP)) {
 		argv[argc++] = "-machine";
 		argv[argc++] = (char *)cfg->mpp_machine;
 	}
@@ -603,8 +605,9 @@ static bool measure(const struct config *cfg, const struct method *m,
 
 	if (!strncmp(m->name, "qemu-stock", 10) ||
 	    !strncmp(m->name, "qemu-mpp", 8)) {
-		const char *bin = !strncmp(m->name, "qemu-mpp", 8) ?
-				  cfg->qemu_mpp : cfg->qemu_stock;
+		unsigned int mpp = !strncmp(m->name, "qemu-mpp", 8) ?
+				   QEMU_MPP : 0;
+		const char *bin = mpp ? cfg->qemu_mpp : cfg->qemu_stock;
 		bool hot = strstr(m->name, "-hot");
 		struct qemu_seen seen;
 		double startup = 0;
@@ -612,12 +615,12 @@ static bool measure(const struct config *cfg, const struct method *m,
 		if (!bin)
 			return false;
 		seen.ready = qemu_run(cfg, size, kind, m->threads, true, bin,
-				      QEMU_SMALL_TB |
+				      QEMU_SMALL_TB | mpp |
 				      (cfg->mem_lock ? QEMU_LOCK : 0) |
 				      (hot ? QEMU_HOTPLUG : 0), &seen);
 		if (!hot)
 			startup = qemu_run(cfg, size, kind, m->threads, false,
-					   bin, QEMU_SMALL_TB, NULL);
+					   bin, QEMU_SMALL_TB | mpp, NULL);
 		if (seen.ready < 0 || startup < 0)
 			return false;
 		emit_qemu(cfg, m, kind, size, rep, &seen, startup);
