@@ -8,7 +8,7 @@
  *   reserve): override_creds(); a user worker thread has its creator's,
  *   who may be another thread, or the same before it dropped privileges;
  * - its scheduling policy, priority, nice and clamps, reset as a fork()
- *   with SCHED_RESET_ON_FORK would;
+ *   with SCHED_RESET_ON_FORK would, which the worker sets on itself;
  * - its I/O priority (ionice), which a thread it creates inherits and
  *   which the page-cache reads of a file-backed fault are submitted with;
  * - its fault-injection filter (make-it-fail);
@@ -129,47 +129,30 @@ void mpp_identity_destroy(struct mpp_identity *id)
 /**
  * mpp_identity_adopt() - make a worker not yet at work the caller's
  * @id: the caller's identity
- * @task: the worker
+ * @task: the worker, as its kind gives it (NULL for a user worker thread,
+ *	which is the caller's process's already)
  *
- * In the caller's context: its scheduling attributes and fault-injection
- * filter, and what its kind needs (a kernel thread: the caller's cgroups,
- * where the pids controller has room).
+ * In the caller's context, what its kind needs (a kernel thread: the
+ * caller's cgroups, where the pids controller has room).
  *
  * Return: 0, -EAGAIN at a pids limit, or another errno of the attach.
  */
 int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 {
-	int ret;
-
-	ret = sched_setattr_nocheck(task, &id->sched);
-	if (ret)
-		return ret;
-#ifdef CONFIG_FAULT_INJECTION
-	task->make_it_fail = id->make_it_fail;
-#endif
 	return mpp_kind.adopt ? mpp_kind.adopt(id, task) : 0;
 }
 
 /**
  * mpp_identity_disown() - a worker is done being the caller
  * @task: the worker: itself after its last fault of the call, or one the
- *	caller adopted and then could not use
+ *	caller adopted and then could not use (NULL for a user worker thread)
  *
- * Before the call may end: without the call's fault-injection filter, and,
- * for a kernel thread, back in the root cgroups, so that no cgroup of the
- * caller holds a kernel thread its freezer would wait for. Its scheduling
- * attributes stay until its next call sets the next caller's.
+ * Before the call may end, for a kernel thread: back in the root cgroups,
+ * so that no cgroup of the caller holds a kernel thread its freezer would
+ * wait for.
  */
 void mpp_identity_disown(struct task_struct *task)
 {
-#ifdef CONFIG_FAULT_INJECTION
-	/*
-	 * The filter is the call's: a thread that stays, or a user worker
-	 * thread created while its caller's was set, fails no allocation of
-	 * its idle life or of a later call
-	 */
-	task->make_it_fail = 0;
-#endif
 	if (mpp_kind.disown)
 		mpp_kind.disown(task);
 }
@@ -181,8 +164,9 @@ void mpp_identity_disown(struct task_struct *task)
  * @place: the caller's placement
  * @saved: what to restore in mpp_identity_leave()
  *
- * Return: 0, or -ENOMEM: then nothing was entered, and the worker does no
- * work for the request.
+ * Return: 0, or the errno of setting its scheduling attributes, or
+ * -ENOMEM: then nothing was entered, and the worker does no work for the
+ * request.
  */
 int mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 		       const struct mpp_placement *place,
@@ -190,11 +174,21 @@ int mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 {
 	int ret;
 
+	/*
+	 * Its scheduling attributes stay until its next call sets the next
+	 * caller's; the fault-injection filter is the call's only
+	 */
+	ret = sched_setattr_nocheck(current, &id->sched);
+	if (ret)
+		return ret;
 	if (mpp_kind.enter) {
 		ret = mpp_kind.enter(id, mm, place, saved);
 		if (ret)
 			return ret;
 	}
+#ifdef CONFIG_FAULT_INJECTION
+	current->make_it_fail = id->make_it_fail;
+#endif
 	/*
 	 * Set by itself, with its own credentials: the caller's would not be
 	 * allowed to set a root thread's. It stays until its next call sets
@@ -291,6 +285,9 @@ void mpp_identity_leave(struct mm_struct *mm,
 		put_cred(saved->followed);
 	if (mpp_kind.leave)
 		mpp_kind.leave(mm, saved);
+#ifdef CONFIG_FAULT_INJECTION
+	current->make_it_fail = 0;
+#endif
 }
 
 /**

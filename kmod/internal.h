@@ -49,6 +49,7 @@
 struct cred;
 struct eventfd_ctx;
 struct mpp_pool;
+struct mpp_pools;
 struct mpp_task;
 struct mpp_thread;
 struct mem_cgroup;
@@ -271,6 +272,7 @@ struct mpp_plan {
  * @next_seg: first segment that may still have work for it
  * @node_pages: pages it found per node, its row of &mpp_outcome.node_pages;
  *	NULL without statistics
+ * @cpus: the CPUs it runs on, which it moves itself to when it begins
  * @working: its thread still works for the request, so mpp_crew_kill() may
  *	signal it; under &mpp_crew.lock
  */
@@ -284,6 +286,7 @@ struct mpp_worker {
 	bool away;
 	unsigned int next_seg;
 	u64 *node_pages;
+	cpumask_var_t cpus;
 };
 
 /**
@@ -364,6 +367,8 @@ struct mpp_outcome {
  * @mm: the caller's mm; the request holds it with mmgrab() only, and each
  *	thread takes a user reference for as long as it faults, so that the
  *	process exiting ends the request rather than keeping its memory
+ * @tgid: the caller's process, referenced: the one that closing a
+ *	descriptor of the file cancels the request
  * @id: the caller's identity, which its workers take on
  * @call: the call, as the edge read it, with its ranges
  * @t0: when the call started, ktime_get_ns()
@@ -379,6 +384,7 @@ struct mpp_outcome {
 struct mpp_request {
 	struct kref ref;
 	struct mm_struct *mm;
+	struct pid *tgid;
 	struct mpp_identity id;
 	struct mpp_call call;
 	u64 t0;
@@ -406,11 +412,11 @@ int mpp_uapi_control_sync(struct memprepop_control __user *control, u64 done,
 
 /* populate.c */
 void mpp_request_release(struct kref *ref);
-struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pool **keep,
+struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pools *pools,
 				 int *ret);
 struct mpp_request *mpp_populate_start(struct mpp_call *call,
 				       struct wait_queue_head *poll_wq,
-				       struct mpp_pool **keep);
+				       struct mpp_pools *pools);
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
 bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);
@@ -432,7 +438,7 @@ int mpp_crew_init(struct mpp_crew *crew, const struct mpp_call *call,
 		  struct wait_queue_head *poll_wq);
 void mpp_crew_destroy(struct mpp_crew *crew);
 unsigned int mpp_crew_size(struct mpp_request *req);
-int mpp_crew_start(struct mpp_request *req, struct mpp_pool **keep);
+int mpp_crew_start(struct mpp_request *req, struct mpp_pools *pools);
 void mpp_kill(struct mpp_request *req);
 void mpp_notify(struct mpp_request *req);
 void mpp_notify_detach(struct mpp_request *req);
@@ -458,24 +464,38 @@ struct mpp_work_ops {
 	void (*done)(void *arg);
 };
 
+/**
+ * struct mpp_pools - the worker threads of an open file, a pool for each
+ *	process that populated through it (pool.c)
+ * @lock: protects the pools and their threads' states
+ * @list: the pools
+ * @wq: a process stopping its threads waits here for those at work
+ */
+struct mpp_pools {
+	spinlock_t lock;	/* the pools, their threads' states */
+	struct list_head list;
+	wait_queue_head_t wq;
+};
+
 /* pool.c */
-unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want);
-void mpp_threads_put(struct mm_struct *mm, unsigned int nr);
-struct mpp_pool *mpp_pool_keep(struct mpp_pool **keep);
-void mpp_pool_release(struct mpp_pool *pool);
-unsigned int mpp_pool_idle(struct mpp_pool *pool);
-struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any,
+void mpp_pools_init(struct mpp_pools *pools);
+void mpp_pools_flush(struct mpp_pools *pools);
+void mpp_pools_release(struct mpp_pools *pools);
+void mpp_pools_trim(struct mpp_pools *pools);
+struct mpp_pool *mpp_pool_get(struct mpp_pools *pools);
+void mpp_pool_put(struct mpp_pools *pools, struct mpp_pool *pool);
+struct mpp_thread *mpp_pool_take(struct mpp_pools *pools,
+				 struct mpp_pool *pool, int nid, bool any,
 				 const struct mpp_placement *place);
-struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
+struct mpp_thread *mpp_thread_create(struct mpp_pools *pools,
 				     struct mpp_pool *pool, int nid,
-				     unsigned int index);
+				     unsigned int index,
+				     const struct mpp_placement *place);
 void mpp_thread_discard(struct mpp_thread *t);
 struct task_struct *mpp_thread_task(struct mpp_thread *t);
 void mpp_thread_kill(struct mpp_thread *t);
 void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg);
-int mpp_threads_init(void);
-void mpp_threads_exit(void);
 
 /**
  * struct mpp_kind - what kind of thread a worker is: kthread.c or vtask.c,
@@ -483,19 +503,15 @@ void mpp_threads_exit(void);
  * @name: for /sys/class/misc/memprepop/workers
  * @own_policy: its task policy is its own (a user worker thread's, made
  *	by the kernel), not the caller's
- * @cgroup_frozen: the cgroup freezer freezes it with its process
  * @create: in the caller's context, a thread that runs @fn(@arg) in a loop,
  *	sleeping while it returns false, and @killed(@arg) if its process
  *	kills it; returns it, running or ready to, or an ERR_PTR()
- * @task: its task_struct
+ * @task: NULL, or its task_struct, for @adopt and its CPUs
  * @wake: wake it for work; may be called under a spinlock
- * @stop: stop it, wait until it is gone, free it; in a kworker only
- * @orphaned: is the process of @mm, for which @task works, gone but for
- *	its workers?
+ * @stop: stop it, wait until it is gone, free it; in its process's
+ *	context, for a thread not at work (idle, or dying with its process)
  * @kill: NULL, or end the waits of its work that only a fatal signal ends
  * @work_done: NULL, or in the thread, after its work, forget what @kill did
- * @serves: NULL, or can this idle thread work for the calling thread with
- *	@place (a user worker thread places pages by its own task policy)?
  * @adopt: NULL, or in the caller's context, make a thread not yet at work
  *	the caller's beyond what identity.c does
  * @enter: NULL, or in the thread, before its first fault for a request
@@ -504,24 +520,18 @@ void mpp_threads_exit(void);
  * @disown: NULL, or after @leave or a failed @adopt, out of the caller's
  *	cgroups
  * @disowned: NULL, or in the thread, did @disown succeed?
- * @init: NULL, or at module load
- * @exit: NULL, or at module unload
  */
 struct mpp_kind {
 	const char *name;
 	bool own_policy;
-	bool cgroup_frozen;
 	struct mpp_task *(*create)(bool (*fn)(void *arg),
 				   void (*killed)(void *arg), void *arg,
 				   int nid, unsigned int index);
 	struct task_struct *(*task)(struct mpp_task *task);
 	void (*wake)(struct mpp_task *task);
 	void (*stop)(struct mpp_task *task);
-	bool (*orphaned)(struct mpp_task *task, struct mm_struct *mm);
 	void (*kill)(struct mpp_task *task);
 	void (*work_done)(void);
-	bool (*serves)(struct mpp_task *task,
-		       const struct mpp_placement *place);
 	int (*adopt)(const struct mpp_identity *id, struct task_struct *task);
 	int (*enter)(const struct mpp_identity *id, struct mm_struct *mm,
 		     const struct mpp_placement *place,
@@ -531,8 +541,6 @@ struct mpp_kind {
 	void (*leave)(struct mm_struct *mm, struct mpp_identity_saved *saved);
 	void (*disown)(struct task_struct *task);
 	bool (*disowned)(void);
-	int (*init)(void);
-	void (*exit)(void);
 };
 
 extern const struct mpp_kind mpp_kind;

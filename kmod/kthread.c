@@ -34,6 +34,9 @@
 #include "probes.h"
 
 #ifndef MPP_HAVE_VHOST_TASK
+#ifdef MPP_HAVE_VHOST_TASK_CONFIG
+#warning "vhost_task_create() is not 6.11's here: workers are kernel threads"
+#endif
 #include <linux/cgroup.h>
 #include <linux/err.h>
 #include <linux/freezer.h>
@@ -133,12 +136,6 @@ static void mpp_kthread_stop(struct mpp_task *kt)
 	kthread_stop(kt->task);
 	put_task_struct(kt->task);
 	kfree(kt);
-}
-
-/* Its process has exited: nothing holds the mm as a user any more */
-static bool mpp_kthread_orphaned(struct mpp_task *kt, struct mm_struct *mm)
-{
-	return !atomic_read(&mm->mm_users);
 }
 
 /*
@@ -314,7 +311,6 @@ const struct mpp_kind mpp_kind = {
 	.task		= mpp_kthread_task,
 	.wake		= mpp_kthread_wake,
 	.stop		= mpp_kthread_stop,
-	.orphaned	= mpp_kthread_orphaned,
 	.kill		= mpp_kthread_kill,
 	.work_done	= mpp_kthread_work_done,
 	.adopt		= mpp_kthread_adopt,

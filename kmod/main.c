@@ -32,15 +32,15 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
  *	gets -EBUSY rather than wait for it (it may be a userfaultfd handler
  *	the first one waits for)
  * @poll_wq: poll() waits here for @bg to want its caller
- * @pool: the threads it keeps for the process that first populated through
- *	it, once its calls are done (pool.c)
+ * @pools: the worker threads of each process that populated through it,
+ *	kept between its calls (pool.c)
  */
 struct mpp_file {
 	spinlock_t lock;	/* @bg, @busy */
 	struct mpp_request *bg;
 	bool busy;
 	struct wait_queue_head poll_wq;
-	struct mpp_pool *pool;
+	struct mpp_pools pools;
 };
 
 /*
@@ -138,7 +138,8 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 		goto out_end;
 
 	if (!(call.flags & MEMPREPOP_F_BACKGROUND)) {
-		req = mpp_populate(&call, &f->pool, &ret);
+		req = mpp_populate(&call, &f->pools, &ret);
+		mpp_pools_trim(&f->pools);
 		/* Nothing written: the call starts again once thawed */
 		if (ret == -ERESTARTNOINTR)
 			goto out_release;
@@ -148,7 +149,7 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	ret = mpp_file_claim(f, false);
 	if (ret)
 		goto out_end;
-	req = mpp_populate_start(&call, &f->poll_wq, &f->pool);
+	req = mpp_populate_start(&call, &f->poll_wq, &f->pools);
 	if (IS_ERR(req)) {
 		ret = PTR_ERR(req);
 		req = NULL;
@@ -202,6 +203,7 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 	}
 	mpp_file_release_claim(f, NULL);
 	mpp_file_let_go(req, false);
+	mpp_pools_trim(&f->pools);
 	return mpp_uapi_wait_put(uarg, usize, &args);
 
 out_keep:
@@ -249,8 +251,38 @@ static int memprepop_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	spin_lock_init(&f->lock);
 	init_waitqueue_head(&f->poll_wq);
+	mpp_pools_init(&f->pools);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
+}
+
+/*
+ * A process closes a descriptor of the file (close(), exit, exec): in its
+ * own context, what it runs on the file ends. Its background request is
+ * cancelled (given up unless a thread of it is reaping it) and its worker
+ * threads stop, those at work once their work is over; another process's
+ * stay. So once close() returns, the process has no thread of this file.
+ */
+static int memprepop_flush(struct file *file, fl_owner_t id)
+{
+	struct mpp_file *f = file->private_data;
+	struct mpp_request *req, *orphan = NULL;
+
+	spin_lock(&f->lock);
+	req = f->bg;
+	if (req && req->tgid == task_tgid(current)) {
+		if (f->busy) {
+			/* Its reaper sees it cancelled, and lets it go */
+			mpp_kill(req);
+		} else {
+			orphan = req;
+			f->bg = NULL;
+		}
+	}
+	spin_unlock(&f->lock);
+	mpp_file_let_go(orphan, true);
+	mpp_pools_flush(&f->pools);
+	return 0;
 }
 
 /* The last close: a background request not reaped is cancelled */
@@ -259,7 +291,7 @@ static int memprepop_release(struct inode *inode, struct file *file)
 	struct mpp_file *f = file->private_data;
 
 	mpp_file_let_go(f->bg, true);
-	mpp_pool_release(f->pool);
+	mpp_pools_release(&f->pools);
 	kfree(f);
 	return 0;
 }
@@ -267,6 +299,7 @@ static int memprepop_release(struct inode *inode, struct file *file)
 static const struct file_operations memprepop_fops = {
 	.owner		= THIS_MODULE,
 	.open		= memprepop_open,
+	.flush		= memprepop_flush,
 	.release	= memprepop_release,
 	.unlocked_ioctl	= memprepop_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
@@ -284,24 +317,13 @@ static struct miscdevice memprepop_misc = {
 
 static int __init memprepop_init(void)
 {
-	int ret = mpp_threads_init();
-
-	if (ret)
-		return ret;
-	ret = misc_register(&memprepop_misc);
-	if (ret)
-		goto out_threads_exit;
-	return 0;
-
-out_threads_exit:
-	mpp_threads_exit();
-	return ret;
+	return misc_register(&memprepop_misc);
 }
 
+/* No file is open, so no worker thread is left (pool.c) */
 static void __exit memprepop_exit(void)
 {
 	misc_deregister(&memprepop_misc);
-	mpp_threads_exit();
 }
 
 module_init(memprepop_init);

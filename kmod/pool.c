@@ -1,505 +1,303 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * memprepop: the threads that work for a process, bounded, kept between
- * calls, and stopped by one owner. What kind of thread they are (a kernel
- * thread, or a user worker thread of the process) is the business of
- * kthread.c or vtask.c, one of which is built in behind struct mpp_kind;
- * the kind runs the loop and calls back the function it was given at
- * creation, and never calls into this file. This file counts, keeps and
- * hands out threads, runs their work in steps, and frees them.
+ * memprepop: the threads that work for a process through one open file,
+ * kept between its calls, and stopped only by that process. What kind of
+ * thread they are (a kernel thread, or a user worker thread of the
+ * process) is the business of kthread.c or vtask.c, one of which is built
+ * in behind struct mpp_kind; the kind runs the loop and calls back the
+ * function it was given at creation, and never calls into this file.
  *
- * Threads are a shared resource, so they are bounded: at most one per
- * online CPU for one process (all its files and concurrent calls, idle
- * threads included), at most max_user_threads for one user, and at most
- * max_threads in the whole system.
+ * Ownership is vhost's: a thread belongs to one pool, the threads of one
+ * process on one file, and only that process's own context creates, stops
+ * and frees it: its ioctl, its close of a descriptor of the file (flush)
+ * and the file's release. No other process, kworker or timer ever stops
+ * one, and nothing is shared between pools: there is no idle cache, no
+ * reclaim and no bound across processes. A process's threads on a file are
+ * bounded by the CPUs it may run on when it calls; beyond that they count
+ * as its threads do (a user worker thread is forked, against pids.max and
+ * RLIMIT_NPROC; a kernel thread is attached to its cgroups, kthread.c).
  *
- * Creating a thread and placing it costs more than a small populate call.
- * So the threads that work for a process through a file it opened stay,
- * idle, once their call is done, and serve its next calls from any of its
- * files: the model of vhost's workers, which live with the device's owner.
- * An idle thread stops after idle_ms, when the last file that keeps it is
- * released, when its process is gone, and when another process needs its
- * slot. A call from another process, on a file passed to it, gets threads
- * of its own that go when it is done.
+ * Creating a thread and placing it costs more than a small populate call,
+ * so a pool's threads stay, idle, between calls, until the process closes
+ * a descriptor of the file (or exits, or execs), or the file is released.
+ * A process waits for its own threads only killably: a thread at work is
+ * waited for until its work is over or the process is killed; a killed
+ * process's threads are dying with it, and it waits for them as exit
+ * waits for its threads.
  *
- * Every thread is in one state (enum mpp_thread_state) under
- * mpp_threads_lock. Only the transition to MPP_THREAD_STOPPING frees a
- * thread: its slot is given back there, at once, and its stop (which waits
- * for it to exit) is queued on this file's workqueue, which frees it. So no
- * caller, and no other process, ever waits for a thread to stop: a thread
- * of a stopped, frozen or traced process keeps nobody waiting but a kworker
- * until it runs again.
+ * Every thread is in one state (enum mpp_thread_state) under the pools'
+ * lock, which is the file's.
  */
-#include <linux/cred.h>
-#include <linux/hashtable.h>
-#include <linux/jiffies.h>
 #include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
-#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
-#include <linux/uidgid.h>
-#include <linux/workqueue.h>
+#include <linux/wait.h>
 
 #include "internal.h"
-
-static unsigned int max_threads;
-module_param(max_threads, uint, 0644);
-MODULE_PARM_DESC(max_threads,
-		 "Most worker threads in the system at once (0: 4 per online CPU)");
-
-static unsigned int max_user_threads;
-module_param(max_user_threads, uint, 0644);
-MODULE_PARM_DESC(max_user_threads,
-		 "Most worker threads of one user at once (0: half of max_threads, at least the online CPUs)");
 
 static bool keep_workers = true;
 module_param(keep_workers, bool, 0644);
 MODULE_PARM_DESC(keep_workers,
-		 "Keep a process's workers between its calls (default: yes)");
-
-static unsigned int idle_ms = 10000;
-module_param(idle_ms, uint, 0644);
-MODULE_PARM_DESC(idle_ms,
-		 "How long a kept worker waits idle before it stops, in ms (default: 10000)");
+		 "Keep a process's workers between its calls on a file (default: yes)");
 
 /**
- * struct mpp_pool - the threads of one process (one mm)
- * @node: in mpp_pools
- * @mm: the mm, a key; held with mmgrab() by each file that keeps the pool
- * @nr: its threads that hold a slot, idle or working, kept or not
- * @files: open files that keep its idle threads
- * @idle: its threads waiting for work; empty while @files is 0, so that a
- *	retire of an idle thread never frees the pool
+ * struct mpp_pool - the threads of one process on one file
+ * @node: in &mpp_pools.list
+ * @tgid: the process, referenced
+ * @mm: the mm its threads share, compared only: after an exec the process
+ *	has another, and its threads, killed by the exec, are stopped
+ * @threads: all its threads, in whatever state
+ * @nr: threads in @threads, and those being created for it
+ * @users: crews of the process finding their threads in it
+ * @flushing: the process is stopping them all: none is handed out
  */
 struct mpp_pool {
-	struct hlist_node node;
+	struct list_head node;
+	struct pid *tgid;
 	struct mm_struct *mm;
+	struct list_head threads;
 	unsigned int nr;
-	unsigned int files;
-	struct list_head idle;
+	unsigned int users;
+	bool flushing;
 };
 
 /**
- * struct mpp_user - the slots one user holds
- * @node: in mpp_users
- * @uid: the user
- * @nr: slots it holds
- */
-struct mpp_user {
-	struct hlist_node node;
-	kuid_t uid;
-	unsigned int nr;
-};
-
-/**
- * enum mpp_thread_state - where a thread is, under mpp_threads_lock
- * @MPP_THREAD_NEW: created for a crew, not given work yet
- * @MPP_THREAD_IDLE: on its pool's idle list
- * @MPP_THREAD_TAKEN: taken off the idle list for a crew, no work yet
+ * enum mpp_thread_state - where a thread is, under &mpp_pools.lock
+ * @MPP_THREAD_HELD: created or taken by a crew, no work yet
  * @MPP_THREAD_WORKING: given work; only the thread itself leaves this state
- * @MPP_THREAD_DEAD: killed with its process while %MPP_THREAD_NEW or
- *	%MPP_THREAD_TAKEN: whoever has it stops it
- * @MPP_THREAD_STOPPING: its slot given back, its stop queued; the stop
- *	frees it
+ * @MPP_THREAD_IDLE: waiting for work in its pool
+ * @MPP_THREAD_DEAD: killed with its process; the work it had is over
  */
 enum mpp_thread_state {
-	MPP_THREAD_NEW,
-	MPP_THREAD_IDLE,
-	MPP_THREAD_TAKEN,
+	MPP_THREAD_HELD,
 	MPP_THREAD_WORKING,
+	MPP_THREAD_IDLE,
 	MPP_THREAD_DEAD,
-	MPP_THREAD_STOPPING,
 };
 
 /**
  * struct mpp_thread - a worker thread
- * @node: in &mpp_pool.idle while %MPP_THREAD_IDLE
+ * @node: in &mpp_pool.threads
  * @task: the thread, as the kind made it
- * @pool: the pool its slot counts in, until %MPP_THREAD_STOPPING
- * @user: the user its slot counts for, until %MPP_THREAD_STOPPING
+ * @pools: the file's pools, for their lock and wait queue
+ * @pool: its pool
  * @nid: the node it was created on
- * @kept: it stays, idle, once its work is done
- * @state: where it is, under mpp_threads_lock
- * @idle_since: jiffies when it became idle
+ * @place: where its faults place pages without a VMA policy, for a kind
+ *	whose threads keep their creator's task policy
+ * @state: where it is, under &mpp_pools.lock
+ * @held: a crew holds it, which starts it or gives it back; a dead thread
+ *	still held is stopped by the crew
  * @ops: its work, with @arg, set before it becomes %MPP_THREAD_WORKING
  * @arg: the work's argument
  * @begun: @ops->begin() was called for @arg; the thread's own
- * @stop: its stop, queued on mpp_threads_wq
  */
 struct mpp_thread {
 	struct list_head node;
 	struct mpp_task *task;
+	struct mpp_pools *pools;
 	struct mpp_pool *pool;
-	struct mpp_user *user;
 	int nid;
-	bool kept;
+	struct mpp_placement place;
 	enum mpp_thread_state state;
-	unsigned long idle_since;
+	bool held;
 	const struct mpp_work_ops *ops;
 	void *arg;
 	bool begun;
-	struct work_struct stop;
 };
 
-static DEFINE_SPINLOCK(mpp_threads_lock);
-static DEFINE_HASHTABLE(mpp_pools, 6);
-static DEFINE_HASHTABLE(mpp_users, 6);
-static unsigned int mpp_nr_threads;
-static struct workqueue_struct *mpp_threads_wq;
-static struct delayed_work mpp_reaper;
+/*
+ * Do threads stay, idle, between a process's calls? A kernel thread would
+ * count against nothing while idle (kthread.c): only user worker threads,
+ * which count as their process's threads, stay.
+ */
+static bool mpp_pool_keeps(void)
+{
+	return mpp_kind.own_policy && READ_ONCE(keep_workers);
+}
 
 static void mpp_thread_set_state(struct mpp_thread *t,
 				 enum mpp_thread_state state)
 {
-	lockdep_assert_held(&mpp_threads_lock);
+	lockdep_assert_held(&t->pools->lock);
 	/* Pairs with mpp_thread_fn(): the work is set before WORKING */
 	smp_store_release(&t->state, state);
 }
 
-static struct mpp_pool *mpp_pool_find(struct mm_struct *mm)
+/**
+ * mpp_pools_init() - a file's pools, none yet
+ * @pools: the file's
+ */
+void mpp_pools_init(struct mpp_pools *pools)
+{
+	spin_lock_init(&pools->lock);
+	INIT_LIST_HEAD(&pools->list);
+	init_waitqueue_head(&pools->wq);
+}
+
+static struct mpp_pool *mpp_pool_find(struct mpp_pools *pools,
+				      struct pid *tgid)
 {
 	struct mpp_pool *pool;
 
-	lockdep_assert_held(&mpp_threads_lock);
-	hash_for_each_possible(mpp_pools, pool, node, (unsigned long)mm)
-		if (pool->mm == mm)
+	lockdep_assert_held(&pools->lock);
+	list_for_each_entry(pool, &pools->list, node)
+		if (pool->tgid == tgid)
 			return pool;
 	return NULL;
 }
 
-/* @mm's pool, added with @new (then NULL) when it has none */
-static struct mpp_pool *mpp_pool_lookup(struct mm_struct *mm,
-					struct mpp_pool **new)
+/*
+ * Stop @t and free it: in its process's own context, with nobody else
+ * holding it. The kind's stop waits for a thread that is neither at work
+ * nor held: idle in its loop, or dying with its process.
+ */
+static void mpp_thread_stop(struct mpp_thread *t)
 {
-	struct mpp_pool *pool = mpp_pool_find(mm);
+	struct mpp_pools *pools = t->pools;
 
-	if (!pool) {
-		pool = *new;
-		*new = NULL;
-		pool->mm = mm;
-		INIT_LIST_HEAD(&pool->idle);
-		hash_add(mpp_pools, &pool->node, (unsigned long)mm);
-	}
-	return pool;
-}
-
-/* Free @pool if nothing counts in it any more */
-static void mpp_pool_put_unused(struct mpp_pool *pool)
-{
-	lockdep_assert_held(&mpp_threads_lock);
-	if (pool->nr || pool->files)
-		return;
-	hash_del(&pool->node);
-	kfree(pool);
-}
-
-/* The calling user's slots, added with @new (then NULL) when it has none */
-static struct mpp_user *mpp_user_lookup(kuid_t uid, struct mpp_user **new)
-{
-	struct mpp_user *user;
-
-	lockdep_assert_held(&mpp_threads_lock);
-	hash_for_each_possible(mpp_users, user, node, __kuid_val(uid))
-		if (uid_eq(user->uid, uid))
-			return user;
-	user = *new;
-	*new = NULL;
-	user->uid = uid;
-	hash_add(mpp_users, &user->node, __kuid_val(uid));
-	return user;
-}
-
-static void mpp_user_put_unused(struct mpp_user *user)
-{
-	lockdep_assert_held(&mpp_threads_lock);
-	if (user->nr)
-		return;
-	hash_del(&user->node);
-	kfree(user);
-}
-
-/* Give back @nr slots of @pool and @user */
-static void mpp_slots_put(struct mpp_pool *pool, struct mpp_user *user,
-			  unsigned int nr)
-{
-	lockdep_assert_held(&mpp_threads_lock);
-	pool->nr -= nr;
-	user->nr -= nr;
-	mpp_nr_threads -= nr;
-	mpp_pool_put_unused(pool);
-	mpp_user_put_unused(user);
-}
-
-/* The stop: in a kworker, the one place that waits for a thread */
-static void mpp_thread_stop_work(struct work_struct *work)
-{
-	struct mpp_thread *t = container_of(work, struct mpp_thread, stop);
-
+	spin_lock(&pools->lock);
+	list_del(&t->node);
+	t->pool->nr--;
+	spin_unlock(&pools->lock);
 	mpp_kind.stop(t->task);
 	kfree(t);
-	/* Its module reference, taken when it was created */
-	module_put(THIS_MODULE);
+	wake_up_all(&pools->wq);
 }
 
 /*
- * @t is to go: its slot back now, its stop queued. From here on only the
- * stop touches it.
+ * A thread of @pool held by no crew that is dead, or with @idle idle, taken
+ * to be stopped
  */
-static void mpp_thread_retire(struct mpp_thread *t)
-{
-	lockdep_assert_held(&mpp_threads_lock);
-	if (t->state == MPP_THREAD_IDLE)
-		list_del(&t->node);
-	mpp_thread_set_state(t, MPP_THREAD_STOPPING);
-	mpp_slots_put(t->pool, t->user, 1);
-	t->pool = NULL;
-	t->user = NULL;
-	queue_work(mpp_threads_wq, &t->stop);
-}
-
-/* How many threads of @pool wait for work now */
-static unsigned int mpp_pool_count_idle(struct mpp_pool *pool)
+static struct mpp_thread *mpp_pool_take_stoppable(struct mpp_pools *pools,
+						  struct mpp_pool *pool,
+						  bool idle)
 {
 	struct mpp_thread *t;
-	unsigned int nr = 0;
 
-	lockdep_assert_held(&mpp_threads_lock);
-	list_for_each_entry(t, &pool->idle, node)
-		nr++;
-	return nr;
+	lockdep_assert_held(&pools->lock);
+	list_for_each_entry(t, &pool->threads, node) {
+		if (t->held || (t->state != MPP_THREAD_DEAD &&
+				(!idle || t->state != MPP_THREAD_IDLE)))
+			continue;
+		t->held = true;
+		return t;
+	}
+	return NULL;
 }
 
-/*
- * At the system's or the user's bound, idle threads kept by other processes
- * give their slots up for @pool: up to @nr of them, each from the pool that
- * keeps the most idle at that moment, and, at the user's bound, of that
- * user. Idle kept threads are a cache; a caller that would otherwise get no
- * thread at all is not. Their slots come back at once.
- */
-static void mpp_slots_reclaim(struct mpp_pool *pool, struct mpp_user *user,
-			      bool user_bound, unsigned int nr)
+/* Stop every thread of @pool that is dead now, or with @idle idle */
+static void mpp_pool_stop_idle(struct mpp_pools *pools, struct mpp_pool *pool,
+			       bool idle)
 {
-	while (nr--) {
-		struct mpp_thread *t, *victim = NULL;
-		unsigned int most_idle = 0, bkt;
-		struct mpp_pool *p;
+	struct mpp_thread *t;
 
-		hash_for_each(mpp_pools, bkt, p, node) {
-			unsigned int idle = 0;
-			struct mpp_thread *first = NULL;
-
-			if (p == pool)
-				continue;
-			list_for_each_entry(t, &p->idle, node) {
-				if (user_bound && t->user != user)
-					continue;
-				first = first ?: t;
-				idle++;
-			}
-			if (idle > most_idle) {
-				victim = first;
-				most_idle = idle;
-			}
-		}
-		if (!victim)
+	for (;;) {
+		spin_lock(&pools->lock);
+		t = mpp_pool_take_stoppable(pools, pool, idle);
+		spin_unlock(&pools->lock);
+		if (!t)
 			return;
-		mpp_thread_retire(victim);
+		mpp_thread_stop(t);
 	}
 }
 
-static unsigned int mpp_sys_max(void)
-{
-	return READ_ONCE(max_threads) ?: 4 * num_online_cpus();
-}
-
-static unsigned int mpp_user_max(void)
-{
-	return READ_ONCE(max_user_threads) ?:
-	       max(mpp_sys_max() / 2, num_online_cpus());
-}
-
-/* Slots free for @pool of @user within every bound */
-static unsigned int mpp_slots_free(struct mpp_pool *pool,
-				   struct mpp_user *user)
-{
-	unsigned int sys_max = mpp_sys_max(), user_max = mpp_user_max();
-	unsigned int mm_max = num_online_cpus();
-
-	lockdep_assert_held(&mpp_threads_lock);
-	if (mpp_nr_threads >= sys_max || user->nr >= user_max ||
-	    pool->nr >= mm_max)
-		return 0;
-	return min3(sys_max - mpp_nr_threads, user_max - user->nr,
-		    mm_max - pool->nr);
-}
-
 /**
- * mpp_threads_get() - take thread slots for @mm and the calling user
- * @mm: the caller's mm
- * @want: how many
+ * mpp_pool_get() - the calling process's pool on a file
+ * @pools: the file's pools
  *
- * Within the bounds per process, per user and of the system. At a bound,
- * idle threads kept by other processes give up their slots
- * (mpp_slots_reclaim()), so that no caller is left with none while others
- * only keep theirs; nothing here waits for them to stop.
+ * In the caller's context. The pool's threads killed with the process's
+ * threads (by an exec) are stopped first, and, where its mm is not the
+ * caller's (it has exec'd since), its idle ones too.
  *
- * Return: how many it took, each to be used by mpp_thread_create() or
- * given back with mpp_threads_put().
+ * Return: the pool, added when the process had none, for the caller's crew
+ * until mpp_pool_put(); or NULL when out of memory or while the process is
+ * stopping its threads on the file.
  */
-unsigned int mpp_threads_get(struct mm_struct *mm, unsigned int want)
+struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 {
-	struct mpp_pool *pool, *new_pool;
-	struct mpp_user *user, *new_user;
-	unsigned int got = 0, room;
-
-	new_pool = kzalloc(sizeof(*new_pool), GFP_KERNEL);
-	new_user = kzalloc(sizeof(*new_user), GFP_KERNEL);
-	if (!new_pool || !new_user)
-		goto out_free;
-	spin_lock(&mpp_threads_lock);
-	pool = mpp_pool_lookup(mm, &new_pool);
-	user = mpp_user_lookup(current_uid(), &new_user);
-	room = mpp_slots_free(pool, user);
-	if (room < want && pool->nr + room < num_online_cpus()) {
-		bool user_bound = user->nr + room >= mpp_user_max();
-
-		mpp_slots_reclaim(pool, user, user_bound, want - room);
-		room = mpp_slots_free(pool, user);
-	}
-	got = min(want, room);
-	pool->nr += got;
-	user->nr += got;
-	mpp_nr_threads += got;
-	mpp_pool_put_unused(pool);
-	mpp_user_put_unused(user);
-	spin_unlock(&mpp_threads_lock);
-out_free:
-	kfree(new_user);
-	kfree(new_pool);
-	return got;
-}
-
-/**
- * mpp_threads_put() - give back slots mpp_threads_get() took
- * @mm: the mm they were taken for, by the calling user
- * @nr: how many
- */
-void mpp_threads_put(struct mm_struct *mm, unsigned int nr)
-{
-	struct mpp_user *user, *none = NULL;
-
-	if (!nr)
-		return;
-	spin_lock(&mpp_threads_lock);
-	user = mpp_user_lookup(current_uid(), &none);
-	mpp_slots_put(mpp_pool_find(mm), user, nr);
-	spin_unlock(&mpp_threads_lock);
-}
-
-/**
- * mpp_pool_keep() - a file keeps the threads of the calling process
- * @keep: the file's pool, set here to the caller's if it has none yet
- *
- * A file keeps the pool of the first process that populates through it.
- *
- * Return: the caller's pool when the file keeps it, so that its threads may
- * stay; NULL otherwise (another process's file, workers not kept, or no
- * memory).
- */
-struct mpp_pool *mpp_pool_keep(struct mpp_pool **keep)
-{
-	struct mm_struct *mm = current->mm;
+	struct pid *tgid = task_tgid(current);
 	struct mpp_pool *pool, *new;
+	bool stale;
 
-	if (!READ_ONCE(keep_workers))
-		return NULL;
-	pool = READ_ONCE(*keep);
-	if (pool)
-		return pool->mm == mm ? pool : NULL;
 	new = kzalloc(sizeof(*new), GFP_KERNEL);
 	if (!new)
 		return NULL;
-	spin_lock(&mpp_threads_lock);
-	if (!*keep) {
-		pool = mpp_pool_lookup(mm, &new);
-		pool->files++;
-		mmgrab(mm);
-		WRITE_ONCE(*keep, pool);
+	spin_lock(&pools->lock);
+	pool = mpp_pool_find(pools, tgid);
+	if (!pool) {
+		pool = new;
+		new = NULL;
+		pool->tgid = get_pid(tgid);
+		pool->mm = current->mm;
+		INIT_LIST_HEAD(&pool->threads);
+		list_add(&pool->node, &pools->list);
 	}
-	pool = *keep;
-	spin_unlock(&mpp_threads_lock);
+	stale = pool->mm != current->mm;
+	pool->mm = current->mm;
+	if (pool->flushing)
+		pool = NULL;
+	else
+		pool->users++;
+	spin_unlock(&pools->lock);
 	kfree(new);
-	return pool->mm == mm ? pool : NULL;
+	if (pool)
+		mpp_pool_stop_idle(pools, pool, stale);
+	return pool;
+}
+
+/* Does idle @t place pages as the calling thread, with @place, would? */
+static bool mpp_thread_serves(const struct mpp_thread *t,
+			      const struct mpp_placement *place)
+{
+	const struct mempolicy *have = &t->place.task_pol;
+	const struct mempolicy *want = &place->task_pol;
+
+	/* A kernel thread takes on each request's policy (kthread.c) */
+	if (!mpp_kind.own_policy)
+		return true;
+	if (place->by_cpu || t->place.by_cpu)
+		return place->by_cpu == t->place.by_cpu;
+	return have->mode == want->mode && have->flags == want->flags &&
+	       have->home_node == want->home_node &&
+	       nodes_equal(have->nodes, want->nodes);
 }
 
 /**
- * mpp_pool_release() - a file no longer keeps its pool
- * @pool: the pool mpp_pool_keep() gave it, or NULL
+ * mpp_pool_take() - an idle thread of @pool created on node @nid
+ * @pools: the file's pools
+ * @pool: the caller's pool
+ * @nid: the node
+ * @any: or, when there is none, one created on any node
+ * @place: where the calling thread's faults place pages
  *
- * With the last file of the process that keeps them, its idle threads stop,
- * and those at work stop when their work is done. Waits for none of them.
+ * Only a thread that places pages as the calling thread would
+ * (a user worker thread keeps its creator's task policy).
+ *
+ * Return: the thread, held for the caller's crew, or NULL when there is
+ * none.
  */
-void mpp_pool_release(struct mpp_pool *pool)
+struct mpp_thread *mpp_pool_take(struct mpp_pools *pools,
+				 struct mpp_pool *pool, int nid, bool any,
+				 const struct mpp_placement *place)
 {
-	struct mpp_thread *t, *tmp;
-	struct mm_struct *mm;
+	struct mpp_thread *t, *found = NULL;
 
-	if (!pool)
-		return;
-	mm = pool->mm;
-	spin_lock(&mpp_threads_lock);
-	/* While the file still counts, so that no retire frees the pool */
-	if (pool->files == 1) {
-		list_for_each_entry_safe(t, tmp, &pool->idle, node)
-			mpp_thread_retire(t);
-	}
-	pool->files--;
-	mpp_pool_put_unused(pool);
-	spin_unlock(&mpp_threads_lock);
-	mmdrop(mm);
-}
-
-/* How long a kept thread stays idle */
-static unsigned long mpp_idle_jiffies(void)
-{
-	return msecs_to_jiffies(READ_ONCE(idle_ms));
-}
-
-/*
- * Idle threads that waited idle_ms, and those of processes that are gone,
- * stop; it looks again while any thread is idle.
- */
-static void mpp_reaper_fn(struct work_struct *work)
-{
-	unsigned long timeout = mpp_idle_jiffies();
-	struct mpp_thread *t, *tmp;
-	struct mpp_pool *pool;
-	bool idle = false;
-	unsigned int bkt;
-
-	spin_lock(&mpp_threads_lock);
-	/* A pool with idle threads has files: no retire here frees it */
-	hash_for_each(mpp_pools, bkt, pool, node) {
-		bool gone;
-
-		if (list_empty(&pool->idle))
+	spin_lock(&pools->lock);
+	list_for_each_entry(t, &pool->threads, node) {
+		if (t->held || t->state != MPP_THREAD_IDLE ||
+		    (t->nid != nid && !any) || !mpp_thread_serves(t, place))
 			continue;
-		t = list_first_entry(&pool->idle, struct mpp_thread, node);
-		gone = mpp_kind.orphaned(t->task, pool->mm);
-		list_for_each_entry_safe(t, tmp, &pool->idle, node) {
-			if (gone || time_after_eq(jiffies,
-						  t->idle_since + timeout))
-				mpp_thread_retire(t);
-			else
-				idle = true;
-		}
+		t->held = true;
+		mpp_thread_set_state(t, MPP_THREAD_HELD);
+		found = t;
+		break;
 	}
-	spin_unlock(&mpp_threads_lock);
-	if (idle)
-		queue_delayed_work(mpp_threads_wq, &mpp_reaper,
-				   min(timeout, (unsigned long)HZ));
+	spin_unlock(&pools->lock);
+	return found;
 }
 
 /*
@@ -517,36 +315,13 @@ static void mpp_thread_end_work(struct mpp_thread *t,
 }
 
 /*
- * After its work, in the thread: back on the idle list, or it goes: its
- * pool not kept any more, its process gone, or the thread unable to leave
- * the caller's cgroups (an idle kernel thread never stays in a cgroup that
- * may be frozen, which it would hold up).
- */
-static void mpp_thread_rest(struct mpp_thread *t)
-{
-	bool disowned = !mpp_kind.disowned || mpp_kind.disowned();
-
-	spin_lock(&mpp_threads_lock);
-	if (disowned && t->kept && t->pool->files &&
-	    !mpp_kind.orphaned(t->task, t->pool->mm)) {
-		t->idle_since = jiffies;
-		list_add(&t->node, &t->pool->idle);
-		mpp_thread_set_state(t, MPP_THREAD_IDLE);
-		queue_delayed_work(mpp_threads_wq, &mpp_reaper,
-				   min(mpp_idle_jiffies(), (unsigned long)HZ));
-	} else {
-		mpp_thread_retire(t);
-	}
-	spin_unlock(&mpp_threads_lock);
-}
-
-/*
  * The function the kind's loop calls, in the thread: one step of its work.
  * Returns false when it has none, to sleep.
  */
 static bool mpp_thread_fn(void *data)
 {
 	struct mpp_thread *t = data;
+	struct mpp_pools *pools = t->pools;
 	const struct mpp_work_ops *ops;
 	void *arg;
 
@@ -563,166 +338,130 @@ static bool mpp_thread_fn(void *data)
 	mpp_thread_end_work(t, &ops, &arg);
 	if (mpp_kind.work_done)
 		mpp_kind.work_done();
-	mpp_thread_rest(t);
+	spin_lock(&pools->lock);
+	mpp_thread_set_state(t, MPP_THREAD_IDLE);
+	spin_unlock(&pools->lock);
 	/*
 	 * Told only now, so that the call's next call finds the thread idle.
-	 * Another call may have taken it meanwhile: its state says so.
+	 * From here on its process may stop it: the stop waits for this
+	 * function to return.
 	 */
 	ops->done(arg);
-	return true;
+	wake_up_all(&pools->wq);
+	return false;
 }
 
 /*
  * The kind calls this in the thread when its process kills it (a user
  * worker thread of a process that exits or execs), before it exits: the
- * work it had is ended, and whoever has it stops it.
+ * work it had is ended, and its process stops it.
  */
 static void mpp_thread_killed(void *data)
 {
 	struct mpp_thread *t = data;
+	struct mpp_pools *pools = t->pools;
 	const struct mpp_work_ops *ops = NULL;
 	void *arg = NULL;
 
 	/* Only the thread leaves WORKING: its work is still there */
 	if (smp_load_acquire(&t->state) == MPP_THREAD_WORKING)
 		mpp_thread_end_work(t, &ops, &arg);
-	spin_lock(&mpp_threads_lock);
-	switch (t->state) {
-	case MPP_THREAD_NEW:
-	case MPP_THREAD_TAKEN:
-		/* Its crew has it: mpp_thread_start() or _discard() stops it */
-		mpp_thread_set_state(t, MPP_THREAD_DEAD);
-		break;
-	case MPP_THREAD_IDLE:
-	case MPP_THREAD_WORKING:
-		mpp_thread_retire(t);
-		break;
-	case MPP_THREAD_DEAD:
-	case MPP_THREAD_STOPPING:
-		break;
-	}
-	spin_unlock(&mpp_threads_lock);
-	/* Its stop waits for this thread to return: @t is still there */
+	spin_lock(&pools->lock);
+	mpp_thread_set_state(t, MPP_THREAD_DEAD);
+	spin_unlock(&pools->lock);
 	if (ops)
 		ops->done(arg);
+	wake_up_all(&pools->wq);
 }
 
 /**
- * mpp_thread_create() - a new worker thread, without work
- * @mm: the mm a slot was taken for with mpp_threads_get()
- * @pool: the pool mpp_pool_keep() gave, for a thread that stays, or NULL
+ * mpp_thread_create() - a new worker thread of the caller, without work
+ * @pools: the file's pools
+ * @pool: the caller's pool there, from mpp_pool_get()
  * @nid: its node
  * @index: its index there, for its name
+ * @place: where the calling thread's faults place pages
  *
  * In the caller's context: a user worker thread is one of the caller's.
+ * The process has at most as many threads on the file as the caller may
+ * use CPUs.
  *
- * Return: the thread, using the slot, or NULL (the slot given back).
+ * Return: the thread, held for the caller's crew, or NULL: no room, or it
+ * could not be created.
  */
-struct mpp_thread *mpp_thread_create(struct mm_struct *mm,
+struct mpp_thread *mpp_thread_create(struct mpp_pools *pools,
 				     struct mpp_pool *pool, int nid,
-				     unsigned int index)
+				     unsigned int index,
+				     const struct mpp_placement *place)
 {
-	struct mpp_user *none = NULL;
+	unsigned int cpus = cpumask_weight(current->cpus_ptr);
 	struct mpp_task *task;
 	struct mpp_thread *t;
+	bool room;
 
-	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	spin_lock(&pools->lock);
+	room = pool->nr < cpus;
+	if (room)
+		pool->nr++;
+	spin_unlock(&pools->lock);
+	if (!room)
+		return NULL;
+	t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	if (!t)
-		goto out_put_slot;
-	INIT_WORK(&t->stop, mpp_thread_stop_work);
+		goto out_unreserve;
+	t->pools = pools;
+	t->pool = pool;
 	t->nid = nid;
-	t->state = MPP_THREAD_NEW;
-	spin_lock(&mpp_threads_lock);
-	t->pool = mpp_pool_find(mm);
-	t->user = mpp_user_lookup(current_uid(), &none);
-	spin_unlock(&mpp_threads_lock);
-	t->kept = pool == t->pool;
-	/* It may run module code until its stop is done */
-	__module_get(THIS_MODULE);
+	t->place = *place;
+	t->state = MPP_THREAD_HELD;
+	t->held = true;
 	task = mpp_kind.create(mpp_thread_fn, mpp_thread_killed, t, nid,
 			       index);
 	if (IS_ERR(task))
-		goto out_module_put;
+		goto out_free;
 	t->task = task;
+	spin_lock(&pools->lock);
+	list_add(&t->node, &pool->threads);
+	spin_unlock(&pools->lock);
 	return t;
 
-out_module_put:
-	module_put(THIS_MODULE);
+out_free:
 	kfree(t);
-out_put_slot:
-	mpp_threads_put(mm, 1);
+out_unreserve:
+	spin_lock(&pools->lock);
+	pool->nr--;
+	spin_unlock(&pools->lock);
 	return NULL;
 }
 
 /**
- * mpp_thread_discard() - a thread that will not be used after all
+ * mpp_thread_discard() - a held thread that will not be used after all
  * @t: a thread from mpp_thread_create() or mpp_pool_take(), not started
+ *
+ * In its process's context: back to its pool, idle, or stopped when its
+ * workers are not kept or it is dead.
  */
 void mpp_thread_discard(struct mpp_thread *t)
 {
-	spin_lock(&mpp_threads_lock);
-	if (t->state == MPP_THREAD_TAKEN && t->pool->files) {
-		/* Kept and idle: back where it came from */
-		t->idle_since = jiffies;
-		list_add(&t->node, &t->pool->idle);
+	struct mpp_pools *pools = t->pools;
+	bool stop;
+
+	spin_lock(&pools->lock);
+	stop = t->state == MPP_THREAD_DEAD || t->pool->flushing ||
+	       !mpp_pool_keeps();
+	if (!stop) {
 		mpp_thread_set_state(t, MPP_THREAD_IDLE);
-	} else {
-		mpp_thread_retire(t);
+		t->held = false;
 	}
-	spin_unlock(&mpp_threads_lock);
-}
-
-/**
- * mpp_pool_take() - an idle thread of @pool created on node @nid
- * @pool: the caller's pool, or NULL
- * @nid: the node
- * @any: or, when there is none, one created on any node
- * @place: where the calling thread's faults place pages
- *
- * Only a thread that can serve the calling thread (mpp_kind.serves()): one
- * that cannot stops instead.
- *
- * Return: the thread, off the idle list, or NULL when there is none.
- */
-struct mpp_thread *mpp_pool_take(struct mpp_pool *pool, int nid, bool any,
-				 const struct mpp_placement *place)
-{
-	struct mpp_thread *t, *tmp, *found = NULL;
-
-	if (!pool)
-		return NULL;
-	spin_lock(&mpp_threads_lock);
-	list_for_each_entry_safe(t, tmp, &pool->idle, node) {
-		if (t->nid != nid && !any)
-			continue;
-		if (mpp_kind.serves && !mpp_kind.serves(t->task, place)) {
-			mpp_thread_retire(t);
-			continue;
-		}
-		list_del(&t->node);
-		mpp_thread_set_state(t, MPP_THREAD_TAKEN);
-		found = t;
-		break;
-	}
-	spin_unlock(&mpp_threads_lock);
-	return found;
-}
-
-/* How many threads of @pool wait for work now */
-unsigned int mpp_pool_idle(struct mpp_pool *pool)
-{
-	unsigned int nr;
-
-	spin_lock(&mpp_threads_lock);
-	nr = mpp_pool_count_idle(pool);
-	spin_unlock(&mpp_threads_lock);
-	return nr;
+	spin_unlock(&pools->lock);
+	if (stop)
+		mpp_thread_stop(t);
 }
 
 /* The task of @t, to make it the caller's before it starts */
 struct task_struct *mpp_thread_task(struct mpp_thread *t)
 {
-	return mpp_kind.task(t->task);
+	return mpp_kind.task ? mpp_kind.task(t->task) : NULL;
 }
 
 /**
@@ -748,43 +487,158 @@ void mpp_thread_kill(struct mpp_thread *t)
 void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg)
 {
+	struct mpp_pools *pools = t->pools;
+
 	t->ops = ops;
 	t->arg = arg;
-	spin_lock(&mpp_threads_lock);
+	spin_lock(&pools->lock);
 	if (t->state != MPP_THREAD_DEAD) {
 		mpp_thread_set_state(t, MPP_THREAD_WORKING);
-		/* Under the lock: no stop is queued before it is woken */
+		t->held = false;
+		/* Under the lock: it is not stopped before it is woken */
 		mpp_kind.wake(t->task);
-		spin_unlock(&mpp_threads_lock);
+		spin_unlock(&pools->lock);
 		return;
 	}
-	spin_unlock(&mpp_threads_lock);
-	/* DEAD is left by its owner only: the work is done with @t first */
+	spin_unlock(&pools->lock);
 	ops->done(arg);
-	spin_lock(&mpp_threads_lock);
-	mpp_thread_retire(t);
-	spin_unlock(&mpp_threads_lock);
+	mpp_thread_stop(t);
 }
 
-int mpp_threads_init(void)
+/**
+ * mpp_pools_trim() - the calling process's call on the file is over
+ * @pools: the file's pools
+ *
+ * In its context, where its threads do not stay between calls (module
+ * parameter keep_workers, or kernel threads), its idle ones stop.
+ */
+void mpp_pools_trim(struct mpp_pools *pools)
 {
-	int ret;
+	struct mpp_pool *pool;
 
-	mpp_threads_wq = alloc_workqueue("memprepop", WQ_UNBOUND, 0);
-	if (!mpp_threads_wq)
-		return -ENOMEM;
-	INIT_DELAYED_WORK(&mpp_reaper, mpp_reaper_fn);
-	ret = mpp_kind.init ? mpp_kind.init() : 0;
-	if (ret)
-		destroy_workqueue(mpp_threads_wq);
-	return ret;
+	if (mpp_pool_keeps())
+		return;
+	spin_lock(&pools->lock);
+	pool = mpp_pool_find(pools, task_tgid(current));
+	if (pool && !pool->flushing)
+		pool->users++;
+	else
+		pool = NULL;
+	spin_unlock(&pools->lock);
+	if (!pool)
+		return;
+	mpp_pool_stop_idle(pools, pool, true);
+	mpp_pool_put(pools, pool);
 }
 
-/* The module goes: no thread is left, the last stops are done */
-void mpp_threads_exit(void)
+/*
+ * Is @pool settled for its destroy: a thread to stop now, or nothing busy
+ * any more (no thread at work or held, no crew being found)?
+ */
+static bool mpp_pool_settled(struct mpp_pools *pools, struct mpp_pool *pool)
 {
-	cancel_delayed_work_sync(&mpp_reaper);
-	destroy_workqueue(mpp_threads_wq);
-	if (mpp_kind.exit)
-		mpp_kind.exit();
+	struct mpp_thread *t;
+	bool busy = false;
+
+	spin_lock(&pools->lock);
+	busy = pool->users;
+	list_for_each_entry(t, &pool->threads, node) {
+		if (!t->held && t->state != MPP_THREAD_WORKING) {
+			spin_unlock(&pools->lock);
+			return true;
+		}
+		busy |= t->held || t->state == MPP_THREAD_WORKING;
+	}
+	spin_unlock(&pools->lock);
+	return !busy;
+}
+
+/*
+ * Stop all of @pool's threads, in its process's context, and free it. A
+ * thread at work is waited for until its work is over, killably; once the
+ * process is killed, its threads are dying with it, and they are waited
+ * for as exit waits for a process's threads.
+ */
+static void mpp_pool_destroy(struct mpp_pools *pools, struct mpp_pool *pool)
+{
+	for (;;) {
+		mpp_pool_stop_idle(pools, pool, true);
+		spin_lock(&pools->lock);
+		if (!pool->nr && !pool->users) {
+			list_del(&pool->node);
+			spin_unlock(&pools->lock);
+			break;
+		}
+		spin_unlock(&pools->lock);
+		if (fatal_signal_pending(current))
+			wait_event(pools->wq, mpp_pool_settled(pools, pool));
+		else
+			wait_event_killable(pools->wq,
+					    mpp_pool_settled(pools, pool));
+	}
+	put_pid(pool->tgid);
+	kfree(pool);
+}
+
+/**
+ * mpp_pool_put() - the caller's crew has its threads
+ * @pools: the file's pools
+ * @pool: the pool mpp_pool_get() gave it
+ */
+void mpp_pool_put(struct mpp_pools *pools, struct mpp_pool *pool)
+{
+	spin_lock(&pools->lock);
+	pool->users--;
+	spin_unlock(&pools->lock);
+	wake_up_all(&pools->wq);
+}
+
+/**
+ * mpp_pools_flush() - the calling process closes a descriptor of the file
+ * @pools: the file's pools
+ *
+ * Its threads on the file stop: the idle ones now, those at work once
+ * their work is over (its caller's, or a background request the file
+ * cancelled first). Only the process's own: another's stay its own.
+ */
+void mpp_pools_flush(struct mpp_pools *pools)
+{
+	struct mpp_pool *pool;
+
+	spin_lock(&pools->lock);
+	pool = mpp_pool_find(pools, task_tgid(current));
+	if (pool && pool->flushing)
+		pool = NULL;
+	if (pool)
+		pool->flushing = true;
+	spin_unlock(&pools->lock);
+	if (pool)
+		mpp_pool_destroy(pools, pool);
+}
+
+/**
+ * mpp_pools_release() - the file is released
+ * @pools: the file's pools
+ *
+ * Every process that populated through the file closed its descriptors
+ * of it before, which stopped its threads (mpp_pools_flush()); what is
+ * left is the pools of processes gone, whose threads died with them, or
+ * of a process whose descriptor table another process closed for it
+ * (clone(CLONE_FILES)): those are stopped here, in whichever context.
+ */
+void mpp_pools_release(struct mpp_pools *pools)
+{
+	struct mpp_pool *pool;
+
+	for (;;) {
+		spin_lock(&pools->lock);
+		pool = list_first_entry_or_null(&pools->list, struct mpp_pool,
+						node);
+		if (pool)
+			pool->flushing = true;
+		spin_unlock(&pools->lock);
+		if (!pool)
+			return;
+		mpp_pool_destroy(pools, pool);
+	}
 }

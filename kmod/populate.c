@@ -12,17 +12,16 @@
  *
  * The caller never waits for a worker where a fatal signal cannot end the
  * wait: a killed caller returns at once, and the workers, which hold their
- * own references, stop within a batch. Nor does it wait for them through a
- * stop (SIGSTOP, a ptrace trap, a freezer): it leaves, to be stopped with
- * them, and starts again once continued. A cancelled call waits for user
- * worker threads MPP_CANCEL_GRACE_MS, and a little more, at most.
+ * own references, stop within a batch. Nor does it wait for them through
+ * a signal (a stop, a ptrace trap, a freezer, a handler): it leaves, to be
+ * stopped or to run the handler with them, and starts again afterwards. A
+ * cancelled call returns once none of its workers is inside one of its
+ * chunks, so that what it reports is exact.
  */
 #include <linux/errno.h>
 #include <linux/jiffies.h>
 #include <linux/kref.h>
 #include <linux/mm.h>
-#include <linux/freezer.h>
-#include <linux/sched/jobctl.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -53,6 +52,7 @@ static struct mpp_request *mpp_request_alloc(struct mpp_call *call)
 	kref_init(&req->ref);
 	mmgrab(current->mm);
 	req->mm = current->mm;
+	req->tgid = get_pid(task_tgid(current));
 	mpp_identity_init(&req->id, req->mm);
 	return req;
 }
@@ -67,6 +67,7 @@ void mpp_request_release(struct kref *ref)
 	mpp_plan_destroy(&req->plan);
 	mpp_identity_destroy(&req->id);
 	mpp_uapi_call_release(&req->call);
+	put_pid(req->tgid);
 	mmdrop(req->mm);
 	kfree(req);
 }
@@ -76,7 +77,7 @@ void mpp_request_release(struct kref *ref)
  * @call: the call, as the edge read it, with ranges; the request takes them
  *	over
  * @poll_wq: the file's poll wait queue, for a background call
- * @keep: the file's pool, in which the caller's threads may stay
+ * @pools: the file's pools, in which the caller's threads may stay
  *
  * Everything that can fail the whole call fails it here, before anything is
  * populated.
@@ -86,7 +87,7 @@ void mpp_request_release(struct kref *ref)
  */
 struct mpp_request *mpp_populate_start(struct mpp_call *call,
 				       struct wait_queue_head *poll_wq,
-				       struct mpp_pool **keep)
+				       struct mpp_pools *pools)
 {
 	bool background = call->flags & MEMPREPOP_F_BACKGROUND;
 	struct mpp_request *req;
@@ -110,7 +111,7 @@ struct mpp_request *mpp_populate_start(struct mpp_call *call,
 			       req->call.nr_stat_nodes);
 	if (ret)
 		goto out_put;
-	ret = mpp_crew_start(req, keep);
+	ret = mpp_crew_start(req, pools);
 	if (ret)
 		goto out_put;
 	trace_memprepop_populate_start(req->call.ranges[0].start,
@@ -129,79 +130,32 @@ out_put:
 }
 
 /*
- * A stop signal that the calling thread has not dequeued yet, and that will
- * stop it once it does: SIGSTOP, or SIGTSTP, SIGTTIN and SIGTTOU unblocked
- * with the default action.
- */
-static bool mpp_stop_signal_pending(void)
-{
-	static const int stops[] = { SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU };
-	/* The caller's own: stable, as only an exec by itself changes it */
-	struct sighand_struct *sighand =
-		rcu_dereference_protected(current->sighand, true);
-	bool stop = false;
-	unsigned int i;
-
-	if (!signal_pending(current))
-		return false;
-	spin_lock_irq(&sighand->siglock);
-	for (i = 0; i < ARRAY_SIZE(stops) && !stop; i++) {
-		int sig = stops[i];
-
-		if (!sigismember(&current->pending.signal, sig) &&
-		    !sigismember(&current->signal->shared_pending.signal, sig))
-			continue;
-		stop = sig == SIGSTOP ||
-		       (!sigismember(&current->blocked, sig) &&
-			sighand->action[sig - 1].sa.sa_handler == SIG_DFL);
-	}
-	spin_unlock_irq(&sighand->siglock);
-	return stop;
-}
-
-/*
- * Is the calling thread to stop: a group stop (SIGSTOP, or a stop signal
- * on its way), a ptrace trap (PTRACE_INTERRUPT, PTRACE_LISTEN), the cgroup
- * freezer or suspend's? A thread inside madvise() would finish its
- * populate first; the caller leaves its wait instead, so that its workers,
- * which stop with its process, keep no stop waiting, and the call is
- * started again once the caller runs.
- */
-static bool mpp_caller_stopping(void)
-{
-	unsigned long traps = JOBCTL_PENDING_MASK;
-
-	/*
-	 * Kernel threads are not frozen by a cgroup: they finish for a caller
-	 * that waits for them, and leave the cgroup, which on 6.1 is what
-	 * lets its freeze complete (security.rst)
-	 */
-	if (mpp_kind.cgroup_frozen)
-		traps |= JOBCTL_TRAP_FREEZE;
-	return (READ_ONCE(current->jobctl) & traps) || freezing(current) ||
-	       mpp_stop_signal_pending();
-}
-
-/*
  * A cancelled request: its workers stop at their next batch, so that
- * @populated stays exact, and are waited for. Those still at work after
- * MPP_CANCEL_GRACE_MS are in a wait of their own (a file system that does
- * not answer): they are killed, which ends a kernel thread's wait, after
- * which it is waited for again, and which lets the caller give up on a
- * user worker thread. Returns true to go on waiting.
+ * @populated stays exact, and are waited for. Kernel threads still at work
+ * after MPP_CANCEL_GRACE_MS are in a wait of their own (a file system that
+ * does not answer): they are killed, which ends such a wait, and waited
+ * for again. A user worker thread cannot be killed alone: it is waited
+ * for, as a thread of the caller inside madvise() would be.
  */
-static bool mpp_cancelled_wait_on(struct mpp_request *req,
+static void mpp_cancelled_wait_on(struct mpp_request *req,
 				  unsigned long *deadline)
 {
 	if (!*deadline) {
 		*deadline = jiffies + msecs_to_jiffies(MPP_CANCEL_GRACE_MS);
-		return true;
+		return;
 	}
-	if (time_before(jiffies, *deadline))
-		return true;
-	/* Also: no worker writes @control once this returns */
-	mpp_kill(req);
-	return mpp_kind.kill;
+	if (time_after_eq(jiffies, *deadline))
+		mpp_kill(req);
+}
+
+/*
+ * The caller has a signal to take that is not fatal: a stop, a ptrace
+ * trap, a freezer, a handler. Its workers take theirs between chunks; it
+ * leaves its wait to take its own, and the call starts again afterwards.
+ */
+static bool mpp_caller_interrupted(void)
+{
+	return signal_pending(current) && !fatal_signal_pending(current);
 }
 
 /*
@@ -213,7 +167,7 @@ static bool mpp_cancelled_wait_on(struct mpp_request *req,
  * mpp_cancelled_wait_on() says.
  *
  * Returns 0, -EINTR when the caller was killed (the workers are then not
- * waited for), -ERESTARTNOINTR when it is to stop or be frozen, or with
+ * waited for), -ERESTARTNOINTR when it has another signal to take, or with
  * @nowait -EAGAIN when only workers have work left.
  */
 static int mpp_caller_work(struct mpp_request *req, bool nowait)
@@ -240,7 +194,7 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			mpp_chunk_finish(req, &chunk, reached, ret);
 			if (fatal_signal_pending(current))
 				return -EINTR;
-			if (mpp_caller_stopping())
+			if (mpp_caller_interrupted())
 				return -ERESTARTNOINTR;
 			continue;
 		}
@@ -250,19 +204,32 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			return 0;
 		if (nowait)
 			return -EAGAIN;
-		if (READ_ONCE(req->killed) &&
-		    !mpp_cancelled_wait_on(req, &deadline))
-			return 0;
-		ret = wait_event_killable_timeout(req->crew.wq,
-						  mpp_crew_done(req) ||
-						  mpp_plan_has_handoff(plan),
-						  tick);
-		if (ret < 0)
+		if (READ_ONCE(req->killed))
+			mpp_cancelled_wait_on(req, &deadline);
+		ret = wait_event_interruptible_timeout(req->crew.wq,
+						       mpp_crew_done(req) ||
+						       mpp_plan_has_handoff(plan),
+						       tick);
+		if (fatal_signal_pending(current))
 			return -EINTR;
-		if (mpp_caller_stopping())
+		if (ret < 0)
 			return -ERESTARTNOINTR;
 		mpp_control_sync(req, true);
 	}
+}
+
+/*
+ * A call left for a signal, to start again after it: its workers stop at
+ * their next batch. Kernel threads are not stopped with the caller's
+ * process: it waits for them to leave their chunks, killably, so that none
+ * is left working in its cgroups while they are frozen (which 6.1's
+ * freezer does not count again once the thread leaves).
+ */
+static void mpp_leave(struct mpp_request *req)
+{
+	mpp_kill(req);
+	if (mpp_kind.kill)
+		wait_event_killable(req->crew.wq, mpp_crew_done(req));
 }
 
 /**
@@ -303,9 +270,9 @@ bool mpp_populate_orphaned(struct mpp_request *req)
  *
  * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE;
  * with @nowait, -EAGAIN when workers are still at work, nothing worked
- * out; -ERESTARTNOINTR, nothing worked out, when the caller is to stop or
- * be frozen: a call is cancelled, to start again once the caller runs
- * again, a background request goes on.
+ * out; -ERESTARTNOINTR, nothing worked out, when the caller has another
+ * signal to take: a call is cancelled, to start again once the caller has
+ * taken it, a background request goes on.
  */
 int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
@@ -316,7 +283,7 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
 		return ret;
 	if (ret == -ERESTARTNOINTR) {
 		if (!(req->call.flags & MEMPREPOP_F_BACKGROUND))
-			mpp_kill(req);
+			mpp_leave(req);
 		return ret;
 	}
 	/* Killed: the workers stop on their own, not waited for */
@@ -336,21 +303,21 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
  * mpp_populate() - a synchronous call, from start to end
  * @call: the call, as the edge read it, with ranges; its request takes them
  *	over
- * @keep: the file's pool, in which the caller's threads may stay
+ * @pools: the file's pools, in which the caller's threads may stay
  * @ret: set to the call's result (mpp_populate_finish()), or to the errno
  *	of a call that failed before it had an outcome
  *
  * Return: the request, with one reference for the caller, whose outcome
  * the edge writes; NULL when the call failed before it had one, or when it
- * is to start again once the caller is thawed (*@ret -ERESTARTNOINTR:
- * nothing is written).
+ * is to start again once the caller has taken a signal (*@ret
+ * -ERESTARTNOINTR: nothing is written).
  */
-struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pool **keep,
+struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pools *pools,
 				 int *ret)
 {
 	struct mpp_request *req;
 
-	req = mpp_populate_start(call, NULL, keep);
+	req = mpp_populate_start(call, NULL, pools);
 	if (IS_ERR(req)) {
 		*ret = PTR_ERR(req);
 		return NULL;

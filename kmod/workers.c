@@ -10,10 +10,11 @@
  * helpers on its CPUs the others leave idle, nearest first (the arithmetic
  * is ../common/crew.h's, shared with the library). Workers take on the
  * caller's identity (identity.c) and never run outside its CPU mask. All
- * are found before any of them starts faulting: threads that stayed from
- * the caller's earlier calls, or new ones (pool.c). A worker that cannot be
- * had (a bound, a pids limit, no memory) only means fewer workers: with
- * none, the caller faults the range itself, as madvise() would.
+ * are found before any of them starts faulting: threads of the caller's
+ * process that stayed on the file from its earlier calls, or new ones
+ * (pool.c). A worker that cannot be had (no room among the caller's CPUs,
+ * a pids limit, no memory) only means fewer workers: with none, the
+ * caller faults the range itself, as madvise() would.
  *
  * The crew also tells whoever waits for it: the calling thread, and in the
  * background the file's poll() and eventfd.
@@ -60,8 +61,12 @@ int mpp_crew_init(struct mpp_crew *crew, const struct mpp_call *call,
 /* What the crew allocated; its workers are done, or were never started */
 void mpp_crew_destroy(struct mpp_crew *crew)
 {
+	unsigned int i;
+
 	if (crew->eventfd)
 		eventfd_ctx_put(crew->eventfd);
+	for (i = 0; crew->workers && i < crew->sized; i++)
+		free_cpumask_var(crew->workers[i].cpus);
 	kfree(crew->help);
 	kfree(crew->per_node);
 	kvfree(crew->workers);
@@ -172,15 +177,17 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 }
 
 /*
- * A worker's work, in its thread: first the caller's identity; without it
- * (no memory) the worker takes no chunk.
+ * A worker's work, in its thread: first its CPUs and the caller's
+ * identity; without them (a cpuset changed meanwhile, no memory) the
+ * worker takes no chunk.
  */
 static void mpp_worker_begin(void *data)
 {
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
 
-	w->entered = !mpp_identity_enter(&req->id, req->mm, &req->place,
+	w->entered = !set_cpus_allowed_ptr(current, w->cpus) &&
+		     !mpp_identity_enter(&req->id, req->mm, &req->place,
 					 &w->saved);
 }
 
@@ -257,6 +264,20 @@ static void mpp_topo_init(struct mpp_crew_topo *topo)
 	topo->distance = mpp_node_distance;
 }
 
+/*
+ * Is the caller a real-time thread bounded by RLIMIT_RTTIME? The kernel
+ * checks that limit when a thread returns to user mode, which a worker
+ * never does: such a caller faults its ranges itself, as madvise() would,
+ * so that the limit applies as it would to madvise().
+ */
+static bool mpp_rttime_bound(const struct mpp_request *req)
+{
+	unsigned int policy = req->id.sched.sched_policy;
+
+	return (policy == SCHED_FIFO || policy == SCHED_RR) &&
+	       rlimit(RLIMIT_RTTIME) != RLIM_INFINITY;
+}
+
 /**
  * mpp_crew_size() - how many workers on which node, for a planned request
  * @req: the request, planned, in the caller's context
@@ -265,9 +286,10 @@ static void mpp_topo_init(struct mpp_crew_topo *topo)
  * ranges allow, cut down to @max_workers, keeping one on as many nodes as
  * possible, or, with %MEMPREPOP_F_BORROW_CPUS, made up to it with helpers
  * on the CPUs the others leave idle. None at all for ranges too small to be
- * worth one (not in the background, where the caller does not fault), or
- * for a SCHED_DEADLINE caller, whose bandwidth is its own and cannot be
- * shared out; none also when out of memory. Takes no thread yet.
+ * worth one (not in the background, where the caller does not fault), for
+ * a SCHED_DEADLINE caller, whose bandwidth is its own and cannot be shared
+ * out, or for a real-time caller under RLIMIT_RTTIME (mpp_rttime_bound());
+ * none also when out of memory. Takes no thread yet.
  *
  * Return: the workers wanted, at most the caller's CPUs.
  */
@@ -279,7 +301,7 @@ unsigned int mpp_crew_size(struct mpp_request *req)
 	struct mpp_crew_topo topo;
 	int nid;
 
-	if (req->id.sched.sched_policy == SCHED_DEADLINE)
+	if (req->id.sched.sched_policy == SCHED_DEADLINE || mpp_rttime_bound(req))
 		return 0;
 	mpp_topo_init(&topo);
 	cpus = kcalloc(nr_node_ids, sizeof(*cpus), GFP_KERNEL);
@@ -320,12 +342,11 @@ out_free:
 }
 
 /*
- * Make thread @t worker @w for node @nid: the caller's, with the CPUs of
- * node @on that the caller may use (@cpus is scratch). Not yet running.
+ * Make thread @t worker @w for node @nid: the caller's, to run on the CPUs
+ * of node @on that the caller may use. Not yet running.
  */
 static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
-			   struct mpp_thread *t, int nid, int on,
-			   struct cpumask *cpus)
+			   struct mpp_thread *t, int nid, int on)
 {
 	struct task_struct *task = mpp_thread_task(t);
 	struct mpp_outcome *out = &req->out;
@@ -341,35 +362,43 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	if (out->node_pages)
 		w->node_pages = out->node_pages +
 				(w - req->crew.workers + 1) * out->nr_stat_nodes;
-	/* Attach first: a cpuset attach resets the CPU mask */
+	/* The worker moves to its CPUs itself, after a cpuset attach here */
 	ret = mpp_identity_adopt(&req->id, task);
 	if (ret)
 		return ret;
-	cpumask_and(cpus, current->cpus_ptr, cpumask_of_node(on));
-	return set_cpus_allowed_ptr(task, cpus);
+	cpumask_and(w->cpus, current->cpus_ptr, cpumask_of_node(on));
+	return 0;
 }
 
+/**
+ * struct mpp_crew_pool - where a crew finds its threads
+ * @pools: the file's pools
+ * @pool: the caller's process's pool there
+ */
+struct mpp_crew_pool {
+	struct mpp_pools *pools;
+	struct mpp_pool *pool;
+};
+
 /*
- * A thread for node @nid: one of the caller's that stayed (*@reused), or a
- * new one where the caller still has a slot (@slots counts them down).
+ * A thread for node @nid: one of the caller's that stayed (*@reused), of
+ * that node or else of any (a thread moves to its node's CPUs when it
+ * begins), or a new one where the caller still has room for one.
  */
 static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
-					    struct mpp_pool *pool, int nid,
-					    unsigned int index,
-					    unsigned int *slots, bool *reused)
+					    struct mpp_crew_pool *cp, int nid,
+					    unsigned int index, bool *reused)
 {
-	struct mpp_thread *t = mpp_pool_take(pool, nid, false, &req->place);
+	struct mpp_thread *t;
 
 	*reused = true;
+	t = mpp_pool_take(cp->pools, cp->pool, nid, false, &req->place);
+	if (!t)
+		t = mpp_pool_take(cp->pools, cp->pool, nid, true, &req->place);
 	if (t)
 		return t;
-	if (*slots) {
-		(*slots)--;
-		*reused = false;
-		return mpp_thread_create(req->mm, pool, nid, index);
-	}
-	/* At the bound: one that stayed on another node moves here */
-	return mpp_pool_take(pool, nid, true, &req->place);
+	*reused = false;
+	return mpp_thread_create(cp->pools, cp->pool, nid, index, &req->place);
 }
 
 /*
@@ -377,9 +406,8 @@ static struct mpp_thread *mpp_worker_thread(struct mpp_request *req,
  * CPUs of node @on, in a thread of @on (@index names it). A worker that
  * cannot be had is one fewer, no more: returns whether it was.
  */
-static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
-			   int nid, int on, unsigned int index,
-			   unsigned int *slots, struct cpumask *scratch)
+static bool mpp_worker_add(struct mpp_request *req, struct mpp_crew_pool *cp,
+			   int nid, int on, unsigned int index)
 {
 	struct mpp_crew *crew = &req->crew;
 	struct mpp_worker *w = &crew->workers[crew->nr_workers];
@@ -388,10 +416,10 @@ static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
 
 	if (crew->nr_workers == crew->sized)
 		return false;
-	t = mpp_worker_thread(req, pool, on, index, slots, &reused);
+	t = mpp_worker_thread(req, cp, on, index, &reused);
 	if (!t)
 		return false;
-	if (mpp_worker_init(req, w, t, nid, on, scratch)) {
+	if (mpp_worker_init(req, w, t, nid, on)) {
 		/* Not kept, nor ended, in the caller's cgroups */
 		mpp_identity_disown(mpp_thread_task(t));
 		mpp_thread_discard(t);
@@ -407,9 +435,8 @@ static bool mpp_worker_add(struct mpp_request *req, struct mpp_pool *pool,
  * that a cut leaves each node some, then the helpers; count per node whose
  * pages those that were found serve in @served.
  */
-static void mpp_crew_find(struct mpp_request *req, struct mpp_pool *pool,
-			  unsigned int *slots, unsigned int *served,
-			  struct cpumask *scratch)
+static void mpp_crew_find(struct mpp_request *req, struct mpp_crew_pool *cp,
+			  unsigned int *served)
 {
 	struct mpp_crew *crew = &req->crew;
 	unsigned int round, i;
@@ -422,16 +449,15 @@ static void mpp_crew_find(struct mpp_request *req, struct mpp_pool *pool,
 			if (round >= crew->per_node[nid])
 				continue;
 			more = true;
-			if (mpp_worker_add(req, pool, nid, nid, round, slots,
-					   scratch))
+			if (mpp_worker_add(req, cp, nid, nid, round))
 				served[nid]++;
 		}
 	}
 	for (i = 0; i < crew->nr_help; i++) {
 		const struct mpp_crew_helper *h = &crew->help[i];
 
-		if (mpp_worker_add(req, pool, h->serves, h->on,
-				   crew->per_node[h->on] + i, slots, scratch))
+		if (mpp_worker_add(req, cp, h->serves, h->on,
+				   crew->per_node[h->on] + i))
 			served[h->serves]++;
 	}
 }
@@ -451,23 +477,22 @@ static bool mpp_crew_home(const struct mpp_crew *crew, int nid)
  * mpp_crew_start() - find the request's workers and let them go
  * @req: the sized request, in the caller's context, its outcome ready for
  *	the workers' node counts
- * @keep: the pool of the caller's file, for threads that stay
+ * @pools: the pools of the caller's file
  *
- * Threads that stayed from the caller's earlier calls are used first, then
- * new ones, within the bounds (pool.c). The ranges of nodes whose workers
+ * Threads that stayed from the process's earlier calls on the file are
+ * used first, then new ones, as many as it has CPUs (pool.c). The ranges of nodes whose workers
  * could not be had are served by the nearest node that has some; with no
  * worker at all, the plan is left to the caller.
  *
  * Return: 0, or -ENOMEM when the crew's own bookkeeping could not be
  * allocated.
  */
-int mpp_crew_start(struct mpp_request *req, struct mpp_pool **keep)
+int mpp_crew_start(struct mpp_request *req, struct mpp_pools *pools)
 {
+	struct mpp_crew_pool cp = { .pools = pools };
 	struct mpp_crew *crew = &req->crew;
-	unsigned int *served, slots = 0, idle, i;
-	struct mpp_pool *pool = NULL;
 	struct mpp_crew_topo topo;
-	cpumask_var_t scratch;
+	unsigned int *served, i;
 	int ret = -ENOMEM;
 
 	if (!crew->sized) {
@@ -479,18 +504,15 @@ int mpp_crew_start(struct mpp_request *req, struct mpp_pool **keep)
 				 GFP_KERNEL_ACCOUNT);
 	if (!served || !crew->workers)
 		goto out_free;
-	if (!zalloc_cpumask_var(&scratch, GFP_KERNEL))
-		goto out_free;
+	for (i = 0; i < crew->sized; i++)
+		if (!zalloc_cpumask_var(&crew->workers[i].cpus, GFP_KERNEL))
+			goto out_free;
 
-	if (keep)
-		pool = mpp_pool_keep(keep);
-	/* Slots for what the threads that stayed cannot cover */
-	idle = pool ? mpp_pool_idle(pool) : 0;
-	if (crew->sized > idle)
-		slots = mpp_threads_get(req->mm, crew->sized - idle);
-	mpp_crew_find(req, pool, &slots, served, scratch);
-	mpp_threads_put(req->mm, slots);
-	free_cpumask_var(scratch);
+	cp.pool = mpp_pool_get(pools);
+	if (cp.pool) {
+		mpp_crew_find(req, &cp, served);
+		mpp_pool_put(pools, cp.pool);
+	}
 
 	if (!crew->nr_workers) {
 		mpp_plan_caller_only(&req->plan);

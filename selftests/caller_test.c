@@ -248,9 +248,10 @@ static void commit_given_back(long committed)
  * RLIMIT_RTTIME of a SCHED_FIFO caller, 50 ms, @hard its hard limit:
  * madvise of 1 GiB in its own thread runs past it without blocking, and the
  * process is killed by @sig (SIGKILL at the hard limit, SIGXCPU, whose
- * default action ends it, at the soft one); so it must be when the ioctl's
- * workers, its own threads, run past it, while the calling thread only
- * waits. Kernel threads are not counted against it (security.rst).
+ * default action ends it, at the soft one); so it must be with the ioctl,
+ * which gives such a caller no workers (the kernel checks the limit at the
+ * return to user mode, which a worker never reaches: security.rst) and
+ * faults the range in the calling thread.
  */
 static void rttime_case(struct __test_metadata *_metadata, rlim_t hard,
 			int sig)
@@ -294,17 +295,13 @@ static void rttime_case(struct __test_metadata *_metadata, rlim_t hard,
 	}
 }
 
-TEST_F_TIMEOUT(caller, rttime_applies_to_workers, SLOW)
+TEST_F_TIMEOUT(caller, rttime_applies_to_the_call, SLOW)
 {
-	if (!workers_are_threads())
-		SKIP(return, "kernel threads: RLIMIT_RTTIME does not see them (security.rst)");
 	rttime_case(_metadata, 50000, SIGKILL);
 }
 
-TEST_F_TIMEOUT(caller, rttime_soft_applies_to_workers, SLOW)
+TEST_F_TIMEOUT(caller, rttime_soft_applies_to_the_call, SLOW)
 {
-	if (!workers_are_threads())
-		SKIP(return, "kernel threads: RLIMIT_RTTIME does not see them (security.rst)");
 	rttime_case(_metadata, RLIM_INFINITY, SIGXCPU);
 }
 

@@ -102,11 +102,11 @@ static inline int read_worker(const char *path, int tid, struct worker_stat *ws)
 }
 
 /*
- * The memprepop workers alive now, as /proc/PID/task/TID/stat shows them:
- * kernel threads, or threads of the processes they work for. Fills up to
- * @max of @ws, returns how many there are.
+ * Calls @fn(@arg, "PID/task/TID", TID) for every thread in /proc; returns
+ * the sum of what it returned, or -1 without /proc
  */
-static inline int scan_workers(struct worker_stat *ws, int max)
+static inline int walk_threads(int (*fn)(void *arg, const char *path, int tid),
+			       void *arg)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -130,13 +130,40 @@ static inline int scan_workers(struct worker_stat *ws, int max)
 				continue;
 			snprintf(path, sizeof(path), "%s/task/%s", e->d_name,
 				 te->d_name);
-			n += read_worker(path, atoi(te->d_name),
-					 n < max ? &ws[n] : NULL);
+			n += fn(arg, path, atoi(te->d_name));
 		}
 		closedir(td);
 	}
 	closedir(d);
 	return n;
+}
+
+/* Where scan_workers() is at */
+struct worker_scan {
+	struct worker_stat *ws;
+	int max, n;
+};
+
+static inline int scan_one_worker(void *arg, const char *path, int tid)
+{
+	struct worker_scan *sc = arg;
+	int found = read_worker(path, tid, sc->n < sc->max ? &sc->ws[sc->n] :
+				NULL);
+
+	sc->n += found;
+	return found;
+}
+
+/*
+ * The memprepop workers alive now, as /proc/PID/task/TID/stat shows them:
+ * kernel threads, or threads of the processes they work for. Fills up to
+ * @max of @ws, returns how many there are.
+ */
+static inline int scan_workers(struct worker_stat *ws, int max)
+{
+	struct worker_scan sc = { .ws = ws, .max = max };
+
+	return walk_threads(scan_one_worker, &sc);
 }
 
 /* How many workers are threads of this process (vhost_task) */
