@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..40"
+echo "1..39"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -230,27 +230,6 @@ else
 	ok 0 "file: a failed range's rate is of what it populated # SKIP cannot mount a tmpfs"
 fi
 rmdir "$m"
-
-# Ctrl-C: the call cancelled, the report printed, exit 130, the file this
-# run created removed. Big enough to take over 0.1 s at 10 GB/s
-avail=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
-kib=$((avail / 2 < 4194304 ? avail / 2 : 4194304))
-"$tool" file --size ${kib}K --threads 1 "$a" > /tmp/cli_test.out \
-	2> /tmp/cli_test.err &
-pid=$!
-# Once it populates (the file has pages): a slow guest starts it late
-for i in $(seq 500); do
-	[ -e "$a" ] && [ "$(stat -c %b "$a")" -gt 0 ] && break
-	sleep 0.02
-done
-kill -INT $pid
-wait $pid
-status=$?
-[ $status = 130 ] && grep -q "Operation canceled" /tmp/cli_test.out &&
-	grep -q "cannot populate $a: .*interrupted" /tmp/cli_test.err &&
-	[ ! -e "$a" ]
-ok $? "file: Ctrl-C reports what was done, exit 130, the new file removed"
-rm -f "$a"
 
 # JSON as the text: the nodes "all" names, every node up to the highest,
 # and an object also when populating failed

@@ -9,8 +9,8 @@
  * placement options after a PATH apply to that file alone.
  *
  * Every file is checked before any is created or grown; a refusal, a
- * failure or Ctrl-C removes the files this run created and gives those it
- * grew their size back.
+ * failure or a cancel (SIGINT, SIGTERM, SIGHUP) removes the files this run
+ * created and gives those it grew their size back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -231,6 +231,8 @@ static int map_file(struct file *f)
 	}
 	f->created = !f->exists;
 	if ((uint64_t)f->old_size < f->run.size) {
+		/* First: a second signal may undo it while it grows */
+		f->grown = true;
 		if (ftruncate(f->fd, f->run.size)) {
 			fprintf(stderr, "%s: cannot grow %s to %llu bytes: "
 				"%s\n", prog, path,
@@ -238,7 +240,6 @@ static int map_file(struct file *f)
 				strerror(errno));
 			return 1;
 		}
-		f->grown = true;
 	}
 	f->mem = mmap(NULL, f->run.size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      f->fd, 0);
@@ -257,15 +258,29 @@ static int map_file(struct file *f)
 	return 0;
 }
 
-/* What this run did to the file, undone: created, removed; grown, shrunk */
-static void undo_file(struct file *f)
+/*
+ * What this run did to the file, undone: created, removed; grown, shrunk.
+ * What was done, for the message ("removed", "back to its size of before"),
+ * or NULL.
+ */
+static const char *undo_file(const struct file *f)
 {
 	if (f->created && !unlink(f->run.what))
-		fprintf(stderr, "%s: removed %s, which this run created\n",
-			prog, f->run.what);
-	else if (f->grown && f->fd >= 0 && !ftruncate(f->fd, f->old_size))
-		fprintf(stderr, "%s: %s has its size of before again\n", prog,
-			f->run.what);
+		return "removed";
+	if (f->grown && !truncate(f->run.what, f->old_size))
+		return "back to its size of before";
+	return NULL;
+}
+
+/* The files of this run, for a second signal to undo at once */
+static struct file_args *undo_args;
+
+static void undo_files_now(void)
+{
+	unsigned int i;
+
+	for (i = 0; undo_args && i < undo_args->n; i++)
+		undo_file(&undo_args->files[i]);
 }
 
 /*
@@ -303,7 +318,8 @@ static int count_pages(struct file_args *a)
 	for (i = 0; i < a->n; i++) {
 		struct run *run = &a->files[i].run;
 
-		if (count_present(run, a->files[i].mem)) {
+		if (count_present(run, a->files[i].mem, run->error ?
+				  run->populated : run->size)) {
 			fprintf(stderr, "%s: out of memory\n", prog);
 			return 1;
 		}
@@ -313,6 +329,7 @@ static int count_pages(struct file_args *a)
 		for (node = 0; node < run->nr_nodes && node < nr; node++)
 			a->all.node_pages[node] += run->node_pages[node];
 		a->all.present += run->present;
+		a->all.counted += run->counted;
 	}
 	return 0;
 }
@@ -347,10 +364,10 @@ static int populate_files(struct file_args *a)
 		run->res = a->all.res;
 		run->res.populated = run->populated = ranges[i].populated;
 		run->error = ranges[i].error;
-		if (run->error) {
+		if (run->error && !cancelled())
 			explain_failure(run, run->error);
-			status = interrupted() ? EXIT_INTERRUPTED : 1;
-		}
+		if (run->error)
+			status = 1;
 	}
 	free(ranges);
 	if (count_pages(a)) {
@@ -376,36 +393,53 @@ static int populate_files(struct file_args *a)
 int cmd_file(int argc, char **argv)
 {
 	struct file_args a;
+	uint64_t size = 0;
 	unsigned int i;
 	int ret;
 
-	/* Before any file is made: Ctrl-C from here on undoes them */
-	catch_interrupt();
+	/* Before any file is made: a signal from here on undoes them */
+	undo_args = &a;
+	catch_signals(undo_files_now);
 	ret = parse_file_args(argc, argv, &a);
 	if (!ret) {
 		for (i = 0; i < a.n && !ret; i++)
 			ret = check_file(&a.files[i]);
 		if (!ret)
 			ret = check_files_room(&a);
-		for (i = 0; i < a.n && !ret; i++)
+		for (i = 0; i < a.n && !ret && !cancelled(); i++)
 			ret = map_file(&a.files[i]);
-		/* Interrupted while the files were made: undone, not filled */
-		if (!ret && interrupted())
-			ret = EXIT_INTERRUPTED;
-		if (!ret)
+		if (!ret && !cancelled())
 			ret = populate_files(&a);
 	} else if (ret == 1) {
 		ret = 0;
 	}
+	/* Cancelled, at any point: one line, with what was undone */
+	if (cancelled()) {
+		for (i = 0; i < a.n; i++)
+			size += a.files[i].run.size;
+		cancelled_line(a.all.res.populated, size);
+		ret = cancelled_status();
+	}
 	for (i = 0; i < a.n; i++) {
+		const char *undone = NULL;
+
 		if (a.files[i].mem)
 			munmap(a.files[i].mem, a.files[i].run.size);
 		if (ret)
-			undo_file(&a.files[i]);
+			undone = undo_file(&a.files[i]);
+		if (undone && cancelled())
+			fprintf(stderr, "; %s %s", a.files[i].run.what, undone);
+		else if (undone)
+			fprintf(stderr, "%s: %s %s (undone: this run %s it)\n",
+				prog, a.files[i].run.what, undone,
+				a.files[i].created ? "created" : "grew");
 		if (a.files[i].fd >= 0)
 			close(a.files[i].fd);
 		free(a.files[i].run.node_pages);
 	}
+	if (cancelled())
+		fprintf(stderr, "\n");
+	undo_args = NULL;
 	free(a.files);
 	free(a.all.node_pages);
 	return ret;

@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,48 +23,6 @@ static double now(void)
 
 static double bar_start;
 static bool bar_drawn;
-static volatile sig_atomic_t got_sigint;
-
-/* Takes every SIGINT of the process, which no other thread receives */
-static void *sigint_thread(void *arg)
-{
-	sigset_t *set = arg;
-	int sig;
-
-	for (;;)
-		if (!sigwait(set, &sig))
-			got_sigint = 1;
-	return NULL;
-}
-
-/*
- * Ctrl-C cancels the call (progress_bar() says so), which then reports. A
- * handler would not do: the calling thread sleeps in the module's ioctl,
- * where only a fatal signal wakes it, so a handler would run only once the
- * call is over. SIGINT is blocked here, in every thread made from now on
- * (the library's too), and taken by a thread of its own.
- */
-void catch_interrupt(void)
-{
-	static sigset_t set;
-	pthread_t tid;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (pthread_create(&tid, NULL, sigint_thread, &set)) {
-		/* Without it, Ctrl-C ends the tool as it would have */
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		return;
-	}
-	pthread_detach(tid);
-}
-
-bool interrupted(void)
-{
-	return got_sigint;
-}
-
 void progress_bar_start(void)
 {
 	bar_start = now();
@@ -75,7 +31,7 @@ void progress_bar_start(void)
 
 /*
  * On a terminal, for runs over a second: percentage, rate and ETA. Cancels
- * the call after Ctrl-C.
+ * the call after SIGINT, SIGTERM or SIGHUP (cancel.c).
  */
 int progress_bar(uint64_t done, uint64_t total, void *arg)
 {
@@ -83,7 +39,7 @@ int progress_bar(uint64_t done, uint64_t total, void *arg)
 	double elapsed = now() - bar_start, rate;
 	int width = 30, fill;
 
-	if (got_sigint)
+	if (cancelled())
 		return 1;
 	if (!run->progress || elapsed < 1.0 || !total || done >= total)
 		return 0;
@@ -224,9 +180,10 @@ static void report_call(const struct run *run)
 	printf("GB/s      %.2f\n", gbps(run, secs));
 	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
 	printf("workers   %u\n", run->res.workers);
-	printf("verified  %llu of %llu pages present\n",
+	printf("verified  %llu of %llu pages present%s\n",
 	       (unsigned long long)run->present,
-	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)));
+	       (unsigned long long)(run->counted / sysconf(_SC_PAGESIZE)),
+	       run->counted < run->size ? " (in the part populated)" : "");
 }
 
 void report(const struct run *run)
@@ -322,11 +279,13 @@ void report_files(const struct run *const *files, unsigned int n,
 		const struct placement *pl = run->placement;
 
 		size_text(buf, sizeof(buf), run->size);
-		printf("file      %s: %s, %s%s, %llu of %llu pages present",
+		printf("file      %s: %s, %s%s, %llu of %llu pages present%s",
 		       run->what, buf, policy_name(pl->mode),
 		       placement_text(pl),
 		       (unsigned long long)run->present,
-		       (unsigned long long)(run->size / psz));
+		       (unsigned long long)(run->counted / psz),
+		       run->counted < run->size ? " (in the part populated)" :
+		       "");
 		for (node = 0; node < run->nr_nodes; node++)
 			if (run->node_pages[node] || (int)node <= highest)
 				printf(", node %u: %llu", node,
@@ -421,8 +380,6 @@ void explain_failure(const struct run *run, int err)
 			"5.14): load the module", MEMPREPOP_DEVICE);
 	} else if (err == -EINVAL) {
 		fprintf(stderr, "a mapping in the range cannot be written");
-	} else if (err == -ECANCELED && got_sigint) {
-		fprintf(stderr, "interrupted");
 	} else {
 		fprintf(stderr, "backend %s",
 			memprepop_backend_name(run->res.backend));
@@ -486,9 +443,12 @@ static int64_t resident_pages(const void *addr, size_t len)
 
 /**
  * count_present() - where the pages of @run's mapping at @addr are
- * @run: its size; its node_pages (allocated here, every possible node),
- *	nr_nodes and present are set
+ * @run: its node_pages (allocated here, every possible node), nr_nodes,
+ *	present and counted are set
  * @addr: the mapping
+ * @len: the bytes of it to count: all of it after a call that succeeded,
+ *	what the call populated after one that failed or was cancelled, so
+ *	that counting never costs more than populating did
  *
  * By memprepop_node_pages(3); where the NUMA system calls are refused (a
  * container's seccomp profile, say), by mincore(2) alone, with one line
@@ -496,7 +456,7 @@ static int64_t resident_pages(const void *addr, size_t len)
  *
  * Return: 0, or -ENOMEM.
  */
-int count_present(struct run *run, const void *addr)
+int count_present(struct run *run, const void *addr, uint64_t len)
 {
 	unsigned int node;
 	int64_t nr;
@@ -507,7 +467,8 @@ int count_present(struct run *run, const void *addr)
 	run->node_pages = calloc(run->nr_nodes, sizeof(uint64_t));
 	if (!run->node_pages)
 		return -ENOMEM;
-	ret = memprepop_node_pages((void *)addr, run->size, run->node_pages,
+	run->counted = len;
+	ret = memprepop_node_pages((void *)addr, len, run->node_pages,
 				   run->nr_nodes);
 	if (!ret) {
 		for (node = 0; node < run->nr_nodes; node++)
@@ -516,7 +477,7 @@ int count_present(struct run *run, const void *addr)
 	}
 	if (ret == -ENOMEM)
 		return ret;
-	nr = resident_pages(addr, run->size);
+	nr = resident_pages(addr, len);
 	fprintf(stderr, "%s: %s%spage placement cannot be read here (%s): "
 		"pages counted by mincore(2), not per node\n", prog,
 		run->file ? run->what : "", run->file ? ": " : "",

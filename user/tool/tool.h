@@ -63,6 +63,7 @@ struct run {
 	uint64_t *node_pages;	/* base pages on each node, afterwards */
 	unsigned int nr_nodes;	/* its entries: every possible node */
 	uint64_t present;	/* base pages found present afterwards */
+	uint64_t counted;	/* in these bytes from its start */
 	uint64_t populated;	/* bytes, as its range reported them */
 	int error;		/* its range's: 0 or -errno */
 };
@@ -77,18 +78,19 @@ void report_files(const struct run *const *files, unsigned int n,
 		  const struct run *all);
 void explain_failure(const struct run *run, int err);
 void size_text(char *buf, size_t n, uint64_t bytes);
-void catch_interrupt(void);
-bool interrupted(void);
 uint64_t thp_bytes(const void *addr);
-int count_present(struct run *run, const void *addr);
+int count_present(struct run *run, const void *addr, uint64_t len);
+
+/* cancel.c: SIGINT, SIGTERM and SIGHUP cancel the command */
+void catch_signals(void (*undo)(void));
+int cancelled(void);
+int cancelled_status(void);
+void cancelled_line(uint64_t populated, uint64_t size);
 
 /* room.c */
 uint64_t room_for(const struct placement *pl, size_t page_size, bool swap,
 		  char *nodes, size_t len);
 int check_room(const struct run *run, uint64_t need);
-
-/* Exit status after Ctrl-C, as a shell reports SIGINT */
-#define EXIT_INTERRUPTED	130
 
 /* subcommands */
 int cmd_populate(int argc, char **argv);
