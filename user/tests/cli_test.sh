@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..39"
+echo "1..43"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -31,6 +31,21 @@ run frobnicate; [ $status = 2 ] && grep -q "unknown command" /tmp/cli_test.err
 ok $? "unknown command: exit 2, named"
 run populate --size 12Q; [ $status = 2 ] && grep -q "bad size" /tmp/cli_test.err
 ok $? "bad size: exit 2, one line naming it"
+# What a size may be, said; sizes near 2^64 refused, not wrapped to 0 when
+# rounded up to pages
+run populate --size 1.5G
+[ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+	grep -q "bad size: '1.5G' (.*K, M, G or T, powers of 1024: .*512M" \
+		/tmp/cli_test.err
+ok $? "bad size: one line saying what a size may be"
+for args in "populate --size 18446744073709551615" \
+	    "populate --hugetlb 2M --size 18446744073708503041" \
+	    "file $shm/cli_test_wrap.$$ --size 18446744073709551615"; do
+	run $args
+	[ $status = 2 ] && grep -q "bad size" /tmp/cli_test.err &&
+		[ ! -e $shm/cli_test_wrap.$$ ]
+	ok $? "${args%% *} of a size near 2^64: bad size, exit 2"
+done
 run populate --size 1M --threads 0; [ $status = 2 ]
 ok $? "zero threads: exit 2"
 run populate --size 1M --hugetlb 3M; [ $status = 2 ]

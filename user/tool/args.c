@@ -9,7 +9,11 @@
 
 #include "tool.h"
 
-/* "512M" -> 536870912 (K, M, G, T are powers of 1024); 0 if malformed */
+/*
+ * "512M" -> 536870912 (K, M, G, T are powers of 1024, also as KiB or KB);
+ * 0 if malformed, or 2^63 or more: no mapping is that large, and a size
+ * near 2^64 would wrap when rounded up to pages
+ */
 uint64_t parse_size(const char *s)
 {
 	static const char units[] = "KMGT";
@@ -24,18 +28,30 @@ uint64_t parse_size(const char *s)
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return 0;
-	if (!*end)
-		return v;
-	u = strchr(units, *end & ~0x20);
-	if (!u || !*u || (end[1] && strcmp(end + 1, "iB") &&
-			  strcmp(end + 1, "B")))
-		return 0;
-	for (shift = (u - units + 1) * 10; shift; shift -= 10) {
-		if (v > UINT64_MAX >> 10)
+	if (*end) {
+		u = strchr(units, *end & ~0x20);
+		if (!u || !*u || (end[1] && strcmp(end + 1, "iB") &&
+				  strcmp(end + 1, "B")))
 			return 0;
-		v <<= 10;
+		for (shift = (u - units + 1) * 10; shift; shift -= 10) {
+			if (v > UINT64_MAX >> 10)
+				return 0;
+			v <<= 10;
+		}
 	}
-	return v;
+	return v >> 63 ? 0 : v;
+}
+
+/* --size: NULL, or "" once the refusal is said, with what is taken */
+const char *size_option(const char *arg, uint64_t *size)
+{
+	*size = parse_size(arg);
+	if (*size)
+		return NULL;
+	fprintf(stderr, "%s: bad size: '%s' (bytes as a whole number, or with "
+		"K, M, G or T, powers of 1024: 4096, 512M, 4G, 2TiB; below "
+		"2^63)\n", prog, arg);
+	return "";
 }
 
 bool parse_uint(const char *s, unsigned int *out)

@@ -130,9 +130,7 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 			}
 			break;
 		case 's':
-			cur->run.size = parse_size(optarg);
-			if (!cur->run.size)
-				bad = "size";
+			bad = size_option(optarg, &cur->run.size);
 			break;
 		case OPT_MEMBIND:
 		case OPT_INTERLEAVE:

@@ -99,9 +99,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 		switch (c) {
 		case 's':
-			a->run.size = parse_size(optarg);
-			if (!a->run.size)
-				bad = "size";
+			bad = size_option(optarg, &a->run.size);
 			break;
 		case OPT_HUGETLB:
 			if (!strcmp(optarg, "2M")) {

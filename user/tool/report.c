@@ -76,11 +76,13 @@ static const char *policy_name(int mode)
 
 void size_text(char *buf, size_t n, uint64_t bytes)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = {
+		"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
+	};
 	double v = bytes;
 	int u = 0;
 
-	while (v >= 1024 && u < 4) {
+	while (v >= 1024 && u < 6) {
 		v /= 1024;
 		u++;
 	}

@@ -15,6 +15,7 @@ extern char **cmd_argv;
 
 /* args.c */
 uint64_t parse_size(const char *s);
+const char *size_option(const char *arg, uint64_t *size);
 bool parse_uint(const char *s, unsigned int *out);
 
 /* How the memory is to be placed: --membind, --interleave, --preferred */
