@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..43"
+echo "1..45"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -58,6 +58,19 @@ ok $? "node out of range: exit 2, the tool's one line naming the nodes there"
 run populate --size 1M --membind ''
 [ $status = 2 ] && grep -q "bad node list: ''" /tmp/cli_test.err
 ok $? "empty node list: exit 2"
+bad=
+for list in 0- -1 1-0 0,,1 a; do
+	run populate --size 1M --membind $list
+	[ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+		grep -q "bad node list: '$list' (node numbers and ranges" \
+			/tmp/cli_test.err || bad="$bad $list"
+done
+[ -z "$bad" ]
+ok $? "node lists that are not ones: bad node list, exit 2, one line${bad:+ (not:$bad)}"
+run populate --size 1M --preferred 0,1
+[ $status = 2 ] && grep -q "^memprepop: --preferred takes one node: '0,1'$" \
+	/tmp/cli_test.err
+ok $? "--preferred of two nodes: it takes one, exit 2"
 run populate --size 1M --membind 0 --interleave 0
 [ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
 	grep -q "one of --membind, --interleave, --preferred" /tmp/cli_test.err

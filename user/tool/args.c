@@ -107,25 +107,51 @@ void nodes_text(struct bitmask *mask, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
+/* "all", or node numbers and ranges N-M (N <= M), comma-separated */
+static bool node_list_well_formed(const char *s)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	if (!strcmp(s, "all"))
+		return true;
+	for (;;) {
+		if (*s < '0' || *s > '9')
+			return false;
+		lo = hi = strtoul(s, &end, 10);
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				return false;
+			hi = strtoul(end + 1, &end, 10);
+		}
+		if (lo > hi || (*end && *end != ','))
+			return false;
+		if (!*end)
+			return true;
+		s = end + 1;
+	}
+}
+
 /*
- * 0, -ENOSYS without NUMA, -ENOENT for a node that is not there (or has no
- * memory), or -EINVAL for a node list libnuma does not take
+ * 0, -ENOSYS without NUMA, -EINVAL for a node list that is not one,
+ * -E2BIG for more than one node to --preferred, -ENOENT for a node that is
+ * not there (or has no memory)
  */
 int parse_placement(struct placement *pl, int mode, const char *nodes)
 {
 	if (numa_available() < 0)
 		return -ENOSYS;
+	if (!node_list_well_formed(nodes))
+		return -EINVAL;
+	if (mode == MPOL_PREFERRED && strspn(nodes, "0123456789") !=
+	    strlen(nodes))
+		return -E2BIG;
 	if (pl->nodes)
 		numa_bitmask_free(pl->nodes);
 	pl->nodes = numa_parse_nodestring(nodes);
-	if (!pl->nodes) {
-		/* Well formed, but naming nodes the process cannot use? */
-		if (*nodes && strspn(nodes, "0123456789,-") == strlen(nodes))
-			return -ENOENT;
-		return -EINVAL;
-	}
-	if (!numa_bitmask_weight(pl->nodes) ||
-	    (mode == MPOL_PREFERRED && numa_bitmask_weight(pl->nodes) != 1))
+	if (!pl->nodes)
+		return -ENOENT;
+	if (!numa_bitmask_weight(pl->nodes))
 		return -EINVAL;
 	pl->mode = mode;
 	pl->text = nodes;
@@ -236,8 +262,17 @@ const char *placement_option(struct placement *pl, int opt,
 		return NULL;
 	if (ret == -ENOSYS)
 		return "node list (no NUMA)";
-	if (ret != -ENOENT)
-		return opt == OPT_PREFERRED ? "node (one node)" : "node list";
+	if (ret == -E2BIG) {
+		fprintf(stderr, "%s: --preferred takes one node: '%s'\n", prog,
+			nodes);
+		return "";
+	}
+	if (ret == -EINVAL) {
+		fprintf(stderr, "%s: bad node list: '%s' (node numbers and "
+			"ranges, comma-separated: 0,2-3; or all)\n", prog,
+			nodes);
+		return "";
+	}
 	mems = numa_get_mems_allowed();
 	if (mems && numa_bitmask_weight(mems))
 		nodes_text(mems, have, sizeof(have));
