@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..45"
+echo "1..49"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -207,7 +207,7 @@ rm -f "$a" "$b"
 # A refusal changes no file: the tmpfs file before the refused one is not
 # created, a missing one without a size is not left behind empty
 run file --size 4M "$a" /proc/cli_test.$$
-[ $status = 1 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err &&
+[ $status = 2 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err &&
 	[ ! -e "$a" ]
 ok $? "file: refused for one file, no other file created or grown"
 run file "$a"
@@ -228,15 +228,22 @@ ok $? "populate: a size beyond the nodes' memory refused, exit 2, one line"
 [ "$(cat /tmp/cli_test.st)" = 1 ] && grep -q "cannot map" /tmp/cli_test.err
 ok $? "populate --overcommit: no refusal"
 (ulimit -v 4194304; run file --size 64T "$a"; echo "$status" > /tmp/cli_test.st)
-[ "$(cat /tmp/cli_test.st)" = 2 ] && grep -q "^memprepop: $a: .* --overcommit" /tmp/cli_test.err &&
+[ "$(cat /tmp/cli_test.st)" = 2 ] && grep -q "^memprepop: .*$a.* --overcommit" /tmp/cli_test.err &&
 	[ ! -e "$a" ]
 ok $? "file: a size beyond the nodes' memory refused, the file not kept"
 rm -f "$a"
 
-# The rate is of what was populated: a tmpfs of 4 MiB takes 4 of 16 MiB
+# A tmpfs of 4 MiB: 16 MiB refused from its free space before anything is
+# made; with --overcommit it takes 4 of 16 MiB, the failure said in words,
+# the rate of what was populated
 m=$(mktemp -d)
 if mount -t tmpfs -o size=4M cli_test "$m" 2> /dev/null; then
-	run file --size 16M "$m/f" --json
+	run file --size 16M "$m/f"
+	[ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+		grep -q "has 4.00 MiB free .*need 16.00 MiB more" \
+			/tmp/cli_test.err && [ ! -e "$m/f" ]
+	ok $? "file: beyond its file system's free space: exit 2, nothing made"
+	run file --size 16M "$m/f" --json --overcommit
 	rate_ok=1
 	if [ $status = 1 ] && command -v python3 > /dev/null; then
 		echo "$out" | python3 -c '
@@ -250,11 +257,12 @@ assert abs(d["gbps"] - r["populated"] / d["seconds"] / 1e9) <= \
 	elif [ $status = 1 ]; then
 		rate_ok=0
 	fi
-	grep -q "^memprepop: cannot populate $m/f: " /tmp/cli_test.err &&
+	grep -q "^memprepop: cannot populate $m/f: .*SIGBUS" /tmp/cli_test.err &&
 		[ ! -e "$m/f" ] || rate_ok=1
-	ok $rate_ok "file: a failed range's rate is of what it populated; named; removed"
+	ok $rate_ok "file: a failed range's rate is of what it populated; SIGBUS said; removed"
 	umount "$m"
 else
+	ok 0 "file: beyond its file system's free space # SKIP cannot mount a tmpfs"
 	ok 0 "file: a failed range's rate is of what it populated # SKIP cannot mount a tmpfs"
 fi
 rmdir "$m"
@@ -330,11 +338,28 @@ case $thp in
 esac
 
 run file --size 1M
-[ $status = 2 ] && grep -q "usage: memprepop file" /tmp/cli_test.err
-ok $? "file: no PATH: exit 2 with the usage"
+[ $status = 2 ] && [ "$(wc -l < /tmp/cli_test.err)" = 1 ] &&
+	grep -q "memprepop file: no PATH given" /tmp/cli_test.err
+ok $? "file: no PATH: exit 2, one line saying so"
 
 run file /proc/version --size 1M
-[ $status = 1 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err
-ok $? "file: refuses a file that is not on hugetlbfs or tmpfs"
+[ $status = 2 ] && grep -q "not on hugetlbfs or tmpfs" /tmp/cli_test.err
+ok $? "file: refuses a file that is not on hugetlbfs or tmpfs, exit 2"
+run file /proc/cli_test.$$/x --size 1M
+[ $status = 2 ] && grep -q "cannot use /proc/cli_test.$$/x" /tmp/cli_test.err
+ok $? "file: a directory that is not there: exit 2"
+
+# The same file twice, by two names: refused before anything is created
+run file "$a" --size 4M "$(dirname "$a")/../$(basename "$(dirname "$a")")/$(basename "$a")" --size 8M
+[ $status = 2 ] && grep -q "is given twice" /tmp/cli_test.err && [ ! -e "$a" ]
+ok $? "file: the same path twice: exit 2, nothing created"
+
+# A file larger than --size: refused, not populated in part
+truncate -s 8M "$a"
+run file "$a" --size 4M
+[ $status = 2 ] && grep -q "larger than --size" /tmp/cli_test.err &&
+	[ "$(stat -c %s "$a")" = 8388608 ] && [ "$(stat -c %b "$a")" = 0 ]
+ok $? "file: a file larger than --size: exit 2, untouched"
+rm -f "$a"
 
 ktap_finish

@@ -73,6 +73,9 @@ struct file {
 	off_t old_size;		/* then, its size */
 	uint64_t allocated;	/* and the bytes of it in memory */
 	bool created, grown;	/* by this run: undone if it fails */
+	char *real;		/* its path without links, ., .. */
+	fsid_t fsid;		/* its file system, */
+	uint64_t fs_free;	/* and the bytes it can still take */
 };
 
 struct file_args {
@@ -151,21 +154,43 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 			return ret;
 	}
 	if (!a->n) {
-		usage_file(stderr);
+		fprintf(stderr, "%s file: no PATH given ('%s file --help' "
+			"describes the command)\n", prog, prog);
 		return 2;
 	}
 	a->all.progress = !a->all.json && isatty(STDERR_FILENO);
 	return 0;
 }
 
+/* @path without links, ., ..; for a file not there yet, its directory's */
+static char *real_path(const char *path, bool exists)
+{
+	char *dir, *base, *real, *joined = NULL;
+
+	if (exists)
+		return realpath(path, NULL);
+	dir = strdup(path);
+	base = strdup(path);
+	real = dir ? realpath(dirname(dir), NULL) : NULL;
+	if (real && base && asprintf(&joined, "%s/%s", real,
+				     basename(base)) < 0)
+		joined = NULL;
+	free(dir);
+	free(base);
+	free(real);
+	return joined;
+}
+
 /*
  * Checks the file without changing anything: its file system (of the
  * directory it would be created in, when it is not there), its size and
- * page size; 0, or the exit status after one line saying why
+ * page size; 0, or the exit status after one line saying why (2: each is
+ * the command line's fault)
  */
 static int check_file(struct file *f)
 {
 	const char *path = f->run.what;
+	bool given = f->run.size;
 	struct statfs sfs;
 	struct stat st;
 	int ret;
@@ -186,10 +211,15 @@ static int check_file(struct file *f)
 	} else {
 		ret = -1;
 	}
+	if (!ret) {
+		f->real = real_path(path, f->exists);
+		if (!f->real)
+			ret = -1;
+	}
 	if (ret) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot use %s: %s\n", prog, path,
 			strerror(errno));
-		return 1;
+		return 2;
 	}
 	if (f->exists && !S_ISREG(st.st_mode)) {
 		fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
@@ -198,10 +228,14 @@ static int check_file(struct file *f)
 	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
 		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
 			"populating it would write it to disk\n", prog, path);
-		return 1;
+		return 2;
 	}
 	if (sfs.f_type == HUGETLBFS_MAGIC)
 		f->run.page_size = sfs.f_bsize;
+	/* No size= limit: tmpfs and hugetlbfs say 0 blocks */
+	f->fsid = sfs.f_fsid;
+	f->fs_free = sfs.f_blocks ? (uint64_t)sfs.f_bavail * sfs.f_bsize :
+		     UINT64_MAX;
 	if (!f->run.size)
 		f->run.size = f->old_size;
 	f->run.size = (f->run.size + f->run.page_size - 1) &
@@ -209,6 +243,16 @@ static int check_file(struct file *f)
 	if (!f->run.size) {
 		fprintf(stderr, "%s: %s is %s: give --size\n", prog, path,
 			f->exists ? "empty" : "not there");
+		return 2;
+	}
+	if (given && (uint64_t)f->old_size > f->run.size) {
+		char have[32], want[32];
+
+		size_text(have, sizeof(have), f->old_size);
+		size_text(want, sizeof(want), f->run.size);
+		fprintf(stderr, "%s: %s is %s, larger than --size %s: a file "
+			"is never shrunk; without --size all of it is "
+			"populated\n", prog, path, have, want);
 		return 2;
 	}
 	return 0;
@@ -281,6 +325,64 @@ static void undo_files_now(void)
 		undo_file(&undo_args->files[i]);
 }
 
+/* What a file does not have in memory yet */
+static uint64_t file_need(const struct file *f)
+{
+	return f->run.size > f->allocated ? f->run.size - f->allocated : 0;
+}
+
+/* No file twice, under any name: the second would undo the first */
+static int check_paths(const struct file_args *a)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < a->n; i++)
+		for (j = i + 1; j < a->n; j++)
+			if (!strcmp(a->files[i].real, a->files[j].real)) {
+				fprintf(stderr, "%s: %s is given twice (as "
+					"%s and %s)\n", prog,
+					a->files[i].real,
+					a->files[i].run.what,
+					a->files[j].run.what);
+				return 2;
+			}
+	return 0;
+}
+
+/*
+ * What the files of each file system do not have yet must fit in what it
+ * has free (its size= limit): a fault beyond it raises SIGBUS, which
+ * MADV_POPULATE_WRITE turns into EFAULT after populating all it could
+ */
+static int check_file_systems(const struct file_args *a)
+{
+	unsigned int i, j;
+	char want[32], have[32];
+
+	for (i = 0; i < a->n; i++) {
+		const struct file *f = &a->files[i];
+		uint64_t need = 0;
+
+		for (j = 0; j < a->n; j++)
+			if (!memcmp(&a->files[j].fsid, &f->fsid,
+				    sizeof(f->fsid))) {
+				if (j < i)
+					break;	/* counted with an earlier one */
+				need += file_need(&a->files[j]);
+			}
+		if (j < a->n || need <= f->fs_free || a->all.overcommit)
+			continue;
+		size_text(want, sizeof(want), need);
+		size_text(have, sizeof(have), f->fs_free);
+		fprintf(stderr, "%s: the file system of %s has %s free (its "
+			"size= limit), its files here need %s more: "
+			"--overcommit to try anyway\n", prog, f->run.what, have,
+			want);
+		return 2;
+	}
+	return 0;
+}
+
 /*
  * What the files do not have in memory yet must fit in what their nodes
  * can give (tmpfs and hugetlbfs count a file's pages in its blocks)
@@ -290,17 +392,17 @@ static int check_files_room(struct file_args *a)
 	unsigned int i;
 	int ret;
 
-	for (i = 0; i < a->n; i++) {
+	ret = check_paths(a);
+	if (!ret)
+		ret = check_file_systems(a);
+	for (i = 0; i < a->n && !ret; i++) {
 		struct file *f = &a->files[i];
 
 		f->run.overcommit = a->all.overcommit;
 		f->run.lock = a->all.lock;
-		ret = check_room(&f->run, f->run.size > f->allocated ?
-				 f->run.size - f->allocated : 0);
-		if (ret)
-			return ret;
+		ret = check_room(&f->run, file_need(f));
 	}
-	return 0;
+	return ret;
 }
 
 /* Where each file's pages are, and the totals; 0, or the exit status */
@@ -434,6 +536,7 @@ int cmd_file(int argc, char **argv)
 		if (a.files[i].fd >= 0)
 			close(a.files[i].fd);
 		free(a.files[i].run.node_pages);
+		free(a.files[i].real);
 	}
 	if (cancelled())
 		fprintf(stderr, "\n");

@@ -359,8 +359,12 @@ void explain_failure(const struct run *run, int err)
 	}
 	if (err == -EFAULT && run->page_size > (size_t)sysconf(_SC_PAGESIZE)) {
 		size_text(buf, sizeof(buf), run->page_size);
-		fprintf(stderr, "hugetlb %s pool exhausted: ", buf);
+		fprintf(stderr, "hugetlb %s pool exhausted, an access beyond "
+			"would raise SIGBUS: ", buf);
 		hugetlb_pools(stderr, run->page_size, ", ");
+	} else if (err == -EFAULT && run->file) {
+		fprintf(stderr, "its file system is full, an access beyond "
+			"would raise SIGBUS");
 	} else if (run->lock && (err == -ENOMEM || err == -EAGAIN ||
 				 err == -EPERM)) {
 		struct rlimit rl;
