@@ -456,6 +456,8 @@ static int populate_files(struct file_args *a)
 	progress_bar_start();
 	memprepop_populate_ranges(ranges, a->n, &a->opts, &a->all.res);
 	progress_bar_end();
+	/* Locked: only if every file is */
+	a->all.locked = a->all.lock;
 	for (i = 0; i < a->n; i++) {
 		struct run *run = &a->files[i].run;
 
@@ -464,6 +466,8 @@ static int populate_files(struct file_args *a)
 		run->res = a->all.res;
 		run->res.populated = run->populated = ranges[i].populated;
 		run->error = ranges[i].error;
+		mapping_state(run, a->files[i].mem);
+		a->all.locked &= run->locked;
 		if (run->error && !cancelled())
 			explain_failure(run, run->error);
 		if (run->error)

@@ -175,7 +175,7 @@ static int populate_and_report(struct args *a, void *mem)
 	a->run.error = memprepop_populate(mem, a->run.size, &a->opts,
 					  &a->run.res);
 	progress_bar_end();
-	a->run.thp_bytes = thp_bytes(mem);
+	mapping_state(&a->run, mem);
 	if (count_present(&a->run, mem, a->run.error ? a->run.res.populated :
 			  a->run.size)) {
 		fprintf(stderr, "%s: out of memory\n", prog);

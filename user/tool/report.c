@@ -155,7 +155,7 @@ static void report_json(const struct run *run, double secs)
 	       "\"present_pages\": %llu, \"nodes\": ",
 	       (unsigned long long)run->size, run->what, run->page_size,
 	       policy_name(pl->mode), pl->text ? pl->list : "",
-	       run->lock ? "true" : "false", secs, gbps(run, secs),
+	       run->locked ? "true" : "false", secs, gbps(run, secs),
 	       memprepop_backend_name(run->res.backend), run->res.workers,
 	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
 	       (unsigned long long)run->present);
@@ -173,7 +173,8 @@ static void report_call(const struct run *run)
 	double secs = run->res.nsecs / 1e9;
 	char buf[32];
 
-	printf("locked    %s\n", run->lock ? "yes" : "no");
+	printf("locked    %s\n", run->locked ? "yes" :
+	       run->lock ? "no (asked for: see the error)" : "no");
 	printf("seconds   %.3f\n", secs);
 	if (run->res.populated != run->size) {
 		size_text(buf, sizeof(buf), run->res.populated);
@@ -228,7 +229,7 @@ static void report_files_json(const struct run *const *files, unsigned int n,
 	       "\"seconds\": %.6f, \"gbps\": %.3f, \"backend\": \"%s\", "
 	       "\"workers\": %u, \"pages\": %llu, \"present_pages\": %llu, "
 	       "\"nodes\": ", (unsigned long long)all->size, n,
-	       all->lock ? "true" : "false", secs, gbps(all, secs),
+	       all->locked ? "true" : "false", secs, gbps(all, secs),
 	       memprepop_backend_name(all->res.backend), all->res.workers,
 	       (unsigned long long)(all->size / psz),
 	       (unsigned long long)all->present);
@@ -394,21 +395,30 @@ void explain_failure(const struct run *run, int err)
 	fprintf(stderr, "; %s of the range populated)\n", buf);
 }
 
-/*
- * How much of the mapping at @addr is in transparent huge pages, from
- * /proc/self/smaps (AnonHugePages, or ShmemPmdMapped for shmem); 0 when
- * it cannot be read
+/**
+ * mapping_state() - what the kernel says of @run's mapping at @addr
+ * @run: its thp_bytes and locked are set: how much of it is in transparent
+ *	huge pages (AnonHugePages, or ShmemPmdMapped for shmem) and whether
+ *	it is locked, as /proc/self/smaps has them (nothing when it cannot
+ *	be read)
+ * @addr: the mapping
+ *
+ * Locked is the outcome, not the request: mlock2() refused leaves the
+ * mapping without VM_LOCKED ("lo"). mlock(2) leaves hugetlb mappings alone
+ * (their pages never swap): those count as locked when it was asked for
+ * and the call did not fail with the lock's errno before populating.
  */
-uint64_t thp_bytes(const void *addr)
+void mapping_state(struct run *run, const void *addr)
 {
 	unsigned long start = (unsigned long)addr, from, to, v;
-	uint64_t kb = 0;
-	bool in = false;
-	char line[256];
+	bool in = false, refused;
+	char line[512];
 	FILE *f = fopen("/proc/self/smaps", "r");
 
+	run->thp_bytes = 0;
+	run->locked = false;
 	if (!f)
-		return 0;
+		return;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx ", &from, &to) == 2 &&
 		    strchr(line, '-') < strchr(line, ' ')) {
@@ -419,10 +429,17 @@ uint64_t thp_bytes(const void *addr)
 		}
 		if (in && (sscanf(line, "AnonHugePages: %lu kB", &v) == 1 ||
 			   sscanf(line, "ShmemPmdMapped: %lu kB", &v) == 1))
-			kb += v;
+			run->thp_bytes += (uint64_t)v << 10;
+		if (in && !strncmp(line, "VmFlags:", 8))
+			run->locked = strstr(line, " lo ") ||
+				      strstr(line, " lo\n");
 	}
 	fclose(f);
-	return kb << 10;
+	refused = !run->res.populated && (run->error == -ENOMEM ||
+		  run->error == -EPERM || run->error == -EAGAIN);
+	if (run->lock && run->page_size > (size_t)sysconf(_SC_PAGESIZE))
+		run->locked = !refused;
+	run->locked &= run->lock;
 }
 
 /* Pages of [@addr, @addr + @len) in memory, by mincore(2); -errno */

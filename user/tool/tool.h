@@ -58,6 +58,7 @@ struct run {
 	uint64_t size;
 	size_t page_size;	/* of the mapping: 4 KiB, 2 MiB, 1 GiB */
 	bool lock, json, progress, overcommit, thp;
+	bool locked;		/* the outcome of lock, afterwards */
 	uint64_t thp_bytes;	/* in transparent huge pages, afterwards */
 	const struct placement *placement;
 	struct memprepop_result res;
@@ -79,7 +80,7 @@ void report_files(const struct run *const *files, unsigned int n,
 		  const struct run *all);
 void explain_failure(const struct run *run, int err);
 void size_text(char *buf, size_t n, uint64_t bytes);
-uint64_t thp_bytes(const void *addr);
+void mapping_state(struct run *run, const void *addr);
 int count_present(struct run *run, const void *addr, uint64_t len);
 
 /* cancel.c: SIGINT, SIGTERM and SIGHUP cancel the command */
