@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..50"
+echo "1..51"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -114,6 +114,10 @@ run populate --size 64M
 [ $status = 0 ] && [ ! -s /tmp/cli_test.err ] &&
 	echo "$out" | grep -q "^verified  16384 of 16384 pages present"
 ok $? "populate: verified, and no progress bar when not a terminal"
+echo "$out" | grep -q "^GB/s      [0-9.]* (GB: 10^9 bytes; .*GiB: .*2^30)" &&
+	{ [ ! -d /sys/devices/system/node/node0 ] ||
+	  echo "$out" | grep -q "^node 0    [0-9]* pages ([0-9.]* [KMG]*i*B)$"; }
+ok $? "populate: GB/s says it is 10^9 bytes, pages per node say their size"
 
 version=$("$tool" --version | cut -d' ' -f2)
 run info

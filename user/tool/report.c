@@ -89,6 +89,15 @@ void size_text(char *buf, size_t n, uint64_t bytes)
 	snprintf(buf, n, "%.2f %s", v, units[u]);
 }
 
+/* "16384 pages (64.00 MiB)": base pages, and their size */
+static void pages_text(char *buf, size_t n, uint64_t pages)
+{
+	char size[32];
+
+	size_text(size, sizeof(size), pages * sysconf(_SC_PAGESIZE));
+	snprintf(buf, n, "%llu pages (%s)", (unsigned long long)pages, size);
+}
+
 /* @s as a JSON string */
 static void json_string(const char *s)
 {
@@ -180,7 +189,8 @@ static void report_call(const struct run *run)
 		size_text(buf, sizeof(buf), run->res.populated);
 		printf("populated %s\n", buf);
 	}
-	printf("GB/s      %.2f\n", gbps(run, secs));
+	printf("GB/s      %.2f (GB: 10^9 bytes; KiB, MiB, GiB: 2^10, 2^20, "
+	       "2^30)\n", gbps(run, secs));
 	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
 	printf("workers   %u\n", run->res.workers);
 	printf("verified  %llu of %llu pages present%s\n",
@@ -195,7 +205,7 @@ void report(const struct run *run)
 	double secs = run->res.nsecs / 1e9;
 	int highest = highest_node();
 	unsigned int node;
-	char buf[32];
+	char buf[64];
 
 	if (run->json) {
 		report_json(run, secs);
@@ -214,9 +224,10 @@ void report(const struct run *run)
 	printf("policy    %s%s\n", policy_name(pl->mode), placement_text(pl));
 	report_call(run);
 	for (node = 0; node < run->nr_nodes; node++)
-		if (run->node_pages[node] || (int)node <= highest)
-			printf("node %-4u %llu pages\n", node,
-			       (unsigned long long)run->node_pages[node]);
+		if (run->node_pages[node] || (int)node <= highest) {
+			pages_text(buf, sizeof(buf), run->node_pages[node]);
+			printf("node %-4u %s\n", node, buf);
+		}
 }
 
 static void report_files_json(const struct run *const *files, unsigned int n,
@@ -267,7 +278,7 @@ void report_files(const struct run *const *files, unsigned int n,
 	long psz = sysconf(_SC_PAGESIZE);
 	int highest = highest_node();
 	unsigned int i, node;
-	char buf[32];
+	char buf[64];
 
 	if (all->json) {
 		report_files_json(files, n, all, secs);
@@ -290,10 +301,11 @@ void report_files(const struct run *const *files, unsigned int n,
 		       run->counted < run->size ? " (in the part populated)" :
 		       "");
 		for (node = 0; node < run->nr_nodes; node++)
-			if (run->node_pages[node] || (int)node <= highest)
-				printf(", node %u: %llu", node,
-				       (unsigned long long)
-				       run->node_pages[node]);
+			if (run->node_pages[node] || (int)node <= highest) {
+				pages_text(buf, sizeof(buf),
+					   run->node_pages[node]);
+				printf(", node %u: %s", node, buf);
+			}
 		if (run->error)
 			printf(", %s", strerror(-run->error));
 		printf("\n");
