@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..51"
+echo "1..52"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -124,6 +124,22 @@ run info
 [ $status = 0 ] && echo "$out" | grep -q "^library   $version, option flags 0x7\$" &&
 	echo "$out" | grep -qE "^module    (not loaded|flags 0x)"
 ok $? "info: the library's version and the module's support"
+run info --json
+json_ok=1
+if [ $status = 0 ] && command -v python3 > /dev/null; then
+	echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["library"] == sys.argv[1] and d["option_flags"] == 7, d
+assert d["backend"] in ("module", "fallback"), d
+assert d["module"] is None or d["module"]["max_workers"] >= 1, d
+for n in d["nodes"].values():
+    assert n["total_bytes"] >= n["free_bytes"] >= 0, n
+' "$version" && json_ok=0
+elif [ $status = 0 ]; then
+	echo "$out" | grep -q '^{"library": ' && json_ok=0
+fi
+ok $json_ok "info --json: one object with the library, backend, module, nodes"
 
 # Locked where RLIMIT_MEMLOCK (or root's CAP_IPC_LOCK) allows it; else one
 # line naming the limit

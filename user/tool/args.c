@@ -82,29 +82,35 @@ void numa_error(char *where __attribute__((unused)))
 {
 }
 
-/* @mask as a node list, "0-2,4"; "none" when empty */
-void nodes_text(struct bitmask *mask, char *buf, size_t len)
+/* The bits of @mask up to @highest as ranges, "0-2,4"; "none" when empty */
+void ranges_text(struct bitmask *mask, int highest, char *buf, size_t len)
 {
-	int node, highest = numa_max_node(), first = -1;
+	int bit, first = -1;
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (node = 0; node <= highest + 1 && used < len; node++) {
-		bool set = node <= highest && numa_bitmask_isbitset(mask, node);
+	for (bit = 0; bit <= highest + 1 && used < len; bit++) {
+		bool set = bit <= highest && numa_bitmask_isbitset(mask, bit);
 
 		if (set && first < 0)
-			first = node;
+			first = bit;
 		if (set || first < 0)
 			continue;
 		used += snprintf(buf + used, len - used, "%s%d", used ? "," : "",
 				 first);
-		if (node - 1 > first && used < len)
+		if (bit - 1 > first && used < len)
 			used += snprintf(buf + used, len - used, "-%d",
-					 node - 1);
+					 bit - 1);
 		first = -1;
 	}
 	if (!buf[0])
 		snprintf(buf, len, "none");
+}
+
+/* @mask as a node list, "0-2,4"; "none" when empty */
+void nodes_text(struct bitmask *mask, char *buf, size_t len)
+{
+	ranges_text(mask, numa_max_node(), buf, len);
 }
 
 /* "all", or node numbers and ranges N-M (N <= M), comma-separated */

@@ -99,7 +99,7 @@ static void pages_text(char *buf, size_t n, uint64_t pages)
 }
 
 /* @s as a JSON string */
-static void json_string(const char *s)
+void json_string(const char *s)
 {
 	putchar('"');
 	for (; *s; s++) {
@@ -334,20 +334,26 @@ int highest_node(void)
 	return numa_available() >= 0 ? numa_max_node() : 0;
 }
 
-/* "node 0: 120 of 512 free, node 1: ..." for hugetlb pages of @page_size */
-void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
+/* Hugetlb pages of @page_size on @node: false where it has no pool */
+bool hugetlb_pool(int node, size_t page_size, long *free_pages, long *nr)
 {
 	static const char fmt[] =
 		"/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/%s";
+
+	*nr = read_long(fmt, node, page_size >> 10, "nr_hugepages");
+	*free_pages = read_long(fmt, node, page_size >> 10, "free_hugepages");
+	return *nr >= 0;
+}
+
+/* "node 0: 120 of 512 free, node 1: ..." for hugetlb pages of @page_size */
+void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
+{
 	int highest = highest_node(), node;
 	const char *s = "";
+	long nr, free_pages;
 
 	for (node = 0; node <= highest; node++) {
-		long nr = read_long(fmt, node, page_size >> 10, "nr_hugepages");
-		long free_pages = read_long(fmt, node, page_size >> 10,
-					    "free_hugepages");
-
-		if (nr < 0)
+		if (!hugetlb_pool(node, page_size, &free_pages, &nr))
 			continue;
 		fprintf(f, "%snode %d: %ld of %ld free", s, node, free_pages,
 			nr);

@@ -39,6 +39,7 @@ int parse_placement(struct placement *pl, int mode, const char *nodes);
 const char *placement_option(struct placement *pl, int opt,
 			     const char *nodes);
 int apply_placement(const struct placement *pl, void *addr, size_t len);
+void ranges_text(struct bitmask *mask, int highest, char *buf, size_t len);
 void nodes_text(struct bitmask *mask, char *buf, size_t len);
 
 /* args.c: the call's options that populate and file share */
@@ -74,7 +75,9 @@ void progress_bar_start(void);
 int progress_bar(uint64_t done, uint64_t total, void *arg);
 void progress_bar_end(void);
 int highest_node(void);
+bool hugetlb_pool(int node, size_t page_size, long *free_pages, long *nr);
 void hugetlb_pools(FILE *f, size_t page_size, const char *sep);
+void json_string(const char *s);
 void report(const struct run *run);
 void report_files(const struct run *const *files, unsigned int n,
 		  const struct run *all);
