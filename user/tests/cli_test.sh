@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..52"
+echo "1..53"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -236,6 +236,19 @@ elif [ $status = 0 ]; then
 fi
 ok $json_ok "file --json: per-range path, size, populated, error, nodes"
 
+# A path with an escape sequence is printed escaped, never raw, in the
+# report and in a refusal
+esc=$(printf '\033')
+e="$shm/cli_test_${esc}[31m.$$"
+run file "$e" --size 4M
+"$tool" file "$e.x" 2>> /tmp/cli_test.err
+# (printf, not echo: dash's echo would make the escapes again)
+[ $status = 0 ] && ! { printf '%s\n' "$out"; cat /tmp/cli_test.err; } |
+	grep -q "$esc" && printf '%s\n' "$out" | grep -qF 'cli_test_\033[31m' &&
+	grep -qF 'cli_test_\033[31m' /tmp/cli_test.err
+ok $? "file: control characters in a path printed escaped"
+rm -f "$e"
+
 # An empty file without --size: exit 2 before anything is populated
 rm -f "$b"
 : > "$a"
@@ -392,7 +405,7 @@ ok $? "file: a directory that is not there: exit 2"
 
 # The same file twice, by two names: refused before anything is created
 run file "$a" --size 4M "$(dirname "$a")/../$(basename "$(dirname "$a")")/$(basename "$a")" --size 8M
-[ $status = 2 ] && grep -q "is given twice" /tmp/cli_test.err && [ ! -e "$a" ]
+[ $status = 2 ] && grep -q "given twice" /tmp/cli_test.err && [ ! -e "$a" ]
 ok $? "file: the same path twice: exit 2, nothing created"
 
 # A file larger than --size: refused, not populated in part

@@ -74,6 +74,7 @@ struct file {
 	uint64_t allocated;	/* and the bytes of it in memory */
 	bool created, grown;	/* by this run: undone if it fails */
 	char *real;		/* its path without links, ., .. */
+	char *name;		/* its path as printed */
 	fsid_t fsid;		/* its file system, */
 	uint64_t fs_free;	/* and the bytes it can still take */
 };
@@ -99,8 +100,11 @@ static struct file *add_file(struct file_args *a, const char *path)
 	*f = a->defaults;
 	f->placement.given = false;
 	f->run.what = path;
+	f->run.name = f->name = printable(path);
 	f->run.file = true;
 	f->fd = -1;
+	if (!f->name)
+		return NULL;
 	return f;
 }
 
@@ -189,7 +193,7 @@ static char *real_path(const char *path, bool exists)
  */
 static int check_file(struct file *f)
 {
-	const char *path = f->run.what;
+	const char *path = f->run.what, *name = f->name;
 	bool given = f->run.size;
 	struct statfs sfs;
 	struct stat st;
@@ -217,17 +221,17 @@ static int check_file(struct file *f)
 			ret = -1;
 	}
 	if (ret) {
-		fprintf(stderr, "%s: cannot use %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot use %s: %s\n", prog, name,
 			strerror(errno));
 		return 2;
 	}
 	if (f->exists && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
+		fprintf(stderr, "%s: %s is not a regular file\n", prog, name);
 		return 2;
 	}
 	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
 		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
-			"populating it would write it to disk\n", prog, path);
+			"populating it would write it to disk\n", prog, name);
 		return 2;
 	}
 	if (sfs.f_type == HUGETLBFS_MAGIC)
@@ -241,7 +245,7 @@ static int check_file(struct file *f)
 	f->run.size = (f->run.size + f->run.page_size - 1) &
 		      ~(f->run.page_size - 1);
 	if (!f->run.size) {
-		fprintf(stderr, "%s: %s is %s: give --size\n", prog, path,
+		fprintf(stderr, "%s: %s is %s: give --size\n", prog, name,
 			f->exists ? "empty" : "not there");
 		return 2;
 	}
@@ -252,7 +256,7 @@ static int check_file(struct file *f)
 		size_text(want, sizeof(want), f->run.size);
 		fprintf(stderr, "%s: %s is %s, larger than --size %s: a file "
 			"is never shrunk; without --size all of it is "
-			"populated\n", prog, path, have, want);
+			"populated\n", prog, name, have, want);
 		return 2;
 	}
 	return 0;
@@ -261,13 +265,13 @@ static int check_file(struct file *f)
 /* Opens (creates), grows and maps the checked file, and sets its policy */
 static int map_file(struct file *f)
 {
-	const char *path = f->run.what;
+	const char *path = f->run.what, *name = f->name;
 	int ret;
 
 	f->fd = open(path, O_RDWR | O_CLOEXEC | (f->exists ? 0 : O_CREAT |
 						  O_EXCL), 0600);
 	if (f->fd < 0) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, name,
 			strerror(errno));
 		return 1;
 	}
@@ -277,7 +281,7 @@ static int map_file(struct file *f)
 		f->grown = true;
 		if (ftruncate(f->fd, f->run.size)) {
 			fprintf(stderr, "%s: cannot grow %s to %llu bytes: "
-				"%s\n", prog, path,
+				"%s\n", prog, name,
 				(unsigned long long)f->run.size,
 				strerror(errno));
 			return 1;
@@ -287,14 +291,14 @@ static int map_file(struct file *f)
 		      f->fd, 0);
 	if (f->mem == MAP_FAILED) {
 		f->mem = NULL;
-		fprintf(stderr, "%s: cannot map %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot map %s: %s\n", prog, name,
 			strerror(errno));
 		return 1;
 	}
 	ret = apply_placement(&f->placement, f->mem, f->run.size);
 	if (ret) {
 		fprintf(stderr, "%s: cannot set the memory policy of %s: %s\n",
-			prog, path, strerror(-ret));
+			prog, name, strerror(-ret));
 		return 1;
 	}
 	return 0;
@@ -339,11 +343,9 @@ static int check_paths(const struct file_args *a)
 	for (i = 0; i < a->n; i++)
 		for (j = i + 1; j < a->n; j++)
 			if (!strcmp(a->files[i].real, a->files[j].real)) {
-				fprintf(stderr, "%s: %s is given twice (as "
-					"%s and %s)\n", prog,
-					a->files[i].real,
-					a->files[i].run.what,
-					a->files[j].run.what);
+				fprintf(stderr, "%s: %s and %s are the same "
+					"file, given twice\n", prog,
+					a->files[i].name, a->files[j].name);
 				return 2;
 			}
 	return 0;
@@ -376,7 +378,7 @@ static int check_file_systems(const struct file_args *a)
 		size_text(have, sizeof(have), f->fs_free);
 		fprintf(stderr, "%s: the file system of %s has %s free (its "
 			"size= limit), its files here need %s more: "
-			"--overcommit to try anyway\n", prog, f->run.what, have,
+			"--overcommit to try anyway\n", prog, f->name, have,
 			want);
 		return 2;
 	}
@@ -485,7 +487,7 @@ static int populate_files(struct file_args *a)
 
 		if (!run->error && run->present != run->size / psz) {
 			fprintf(stderr, "%s: %s: only %llu of %llu pages are "
-				"present\n", prog, run->what,
+				"present\n", prog, run->name,
 				(unsigned long long)run->present,
 				(unsigned long long)(run->size / psz));
 			status = 1;
@@ -532,15 +534,16 @@ int cmd_file(int argc, char **argv)
 		if (ret)
 			undone = undo_file(&a.files[i]);
 		if (undone && cancelled())
-			fprintf(stderr, "; %s %s", a.files[i].run.what, undone);
+			fprintf(stderr, "; %s %s", a.files[i].name, undone);
 		else if (undone)
 			fprintf(stderr, "%s: %s %s (undone: this run %s it)\n",
-				prog, a.files[i].run.what, undone,
+				prog, a.files[i].name, undone,
 				a.files[i].created ? "created" : "grew");
 		if (a.files[i].fd >= 0)
 			close(a.files[i].fd);
 		free(a.files[i].run.node_pages);
 		free(a.files[i].real);
+		free(a.files[i].name);
 	}
 	if (cancelled())
 		fprintf(stderr, "\n");

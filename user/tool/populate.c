@@ -212,7 +212,7 @@ int cmd_populate(int argc, char **argv)
 		return ret == 1 ? 0 : ret;
 	/* Whole pages of the mapping's size */
 	a.run.size = (a.run.size + a.run.page_size - 1) & ~(a.run.page_size - 1);
-	a.run.what = a.map_flags & MAP_SHARED ? "shared" :
+	a.run.name = a.run.what = a.map_flags & MAP_SHARED ? "shared" :
 		     a.map_flags & MAP_HUGETLB ? "hugetlb" : "anonymous";
 	ret = check_room(&a.run, a.run.size);
 	if (ret)

@@ -98,6 +98,29 @@ static void pages_text(char *buf, size_t n, uint64_t pages)
 	snprintf(buf, n, "%llu pages (%s)", (unsigned long long)pages, size);
 }
 
+/*
+ * @s as a terminal may show it: control characters and backslashes as C
+ * escapes ("\\033"), so that a file name cannot move the cursor or change
+ * colours; a new string, NULL without memory
+ */
+char *printable(const char *s)
+{
+	char *out = malloc(4 * strlen(s) + 1), *o = out;
+
+	for (; out && *s; s++) {
+		unsigned char c = *s;
+
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			o += c == '\\' ? sprintf(o, "\\\\") :
+				sprintf(o, "\\%03o", c);
+		else
+			*o++ = c;
+	}
+	if (out)
+		*o = 0;
+	return out;
+}
+
 /* @s as a JSON string */
 void json_string(const char *s)
 {
@@ -294,7 +317,7 @@ void report_files(const struct run *const *files, unsigned int n,
 
 		size_text(buf, sizeof(buf), run->size);
 		printf("file      %s: %s, %s%s, %llu of %llu pages present%s",
-		       run->what, buf, policy_name(pl->mode),
+		       run->name, buf, policy_name(pl->mode),
 		       placement_text(pl),
 		       (unsigned long long)run->present,
 		       (unsigned long long)(run->counted / psz),
@@ -369,7 +392,7 @@ void explain_failure(const struct run *run, int err)
 	char buf[32];
 
 	if (run->file) {
-		fprintf(stderr, "%s: cannot populate %s: %s (", prog, run->what,
+		fprintf(stderr, "%s: cannot populate %s: %s (", prog, run->name,
 			strerror(-err));
 	} else {
 		size_text(buf, sizeof(buf), run->size);
@@ -521,7 +544,7 @@ int count_present(struct run *run, const void *addr, uint64_t len)
 	nr = resident_pages(addr, len);
 	fprintf(stderr, "%s: %s%spage placement cannot be read here (%s): "
 		"pages counted by mincore(2), not per node\n", prog,
-		run->file ? run->what : "", run->file ? ": " : "",
+		run->file ? run->name : "", run->file ? ": " : "",
 		strerror(-ret));
 	run->nr_nodes = 0;
 	run->present = nr > 0 ? nr : 0;

@@ -55,6 +55,7 @@ extern const char placement_help[];
 /* report.c */
 struct run {
 	const char *what;	/* "anonymous", "shared", a file's path */
+	const char *name;	/* @what as printed: control characters escaped */
 	bool file;		/* @what is a path */
 	uint64_t size;
 	size_t page_size;	/* of the mapping: 4 KiB, 2 MiB, 1 GiB */
@@ -78,6 +79,7 @@ int highest_node(void);
 bool hugetlb_pool(int node, size_t page_size, long *free_pages, long *nr);
 void hugetlb_pools(FILE *f, size_t page_size, const char *sep);
 void json_string(const char *s);
+char *printable(const char *s);
 void report(const struct run *run);
 void report_files(const struct run *const *files, unsigned int n,
 		  const struct run *all);
