@@ -1430,6 +1430,59 @@ TEST_F_TIMEOUT(ctx, start_wait, SLOW)
 	free(counts);
 }
 
+/* This process's threads named @prefix: read from /proc/self/task */
+static unsigned int threads_named(const char *prefix)
+{
+	DIR *dir = opendir("/proc/self/task");
+	unsigned int n = 0;
+	struct dirent *d;
+	char path[300], comm[32];
+
+	while (dir && (d = readdir(dir))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, prefix, strlen(prefix)))
+			n++;
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+/*
+ * The fallback's threads, kept by the context, are named as the module's
+ * workers are (memprepop/<node>:<index>), not after the program
+ */
+TEST_F_TIMEOUT(ctx, threads_named, SLOW)
+{
+	size_t len = 192 * MiB;
+	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct memprepop_range r[3];
+	char *p;
+
+	RETURN_IF_SKIPPED();
+	if (variant->backend != MEMPREPOP_BACKEND_FALLBACK)
+		SKIP(return, "the module names its own workers");
+	p = map_three(len, r);
+	ASSERT_NE(NULL, p);
+	self->opts.max_threads = 2;
+	ASSERT_EQ(0, memprepop_ctx_populate(self->ctx, r, 3, &self->opts,
+					    &res));
+	TH_LOG("%u workers, %u threads named memprepop/", res.workers,
+	       threads_named("memprepop/"));
+	EXPECT_LE(1, res.workers);
+	/* At least: the module's workers may be the process's threads too */
+	EXPECT_LE(res.workers, threads_named("memprepop/"));
+	munmap(p, len);
+}
+
 /* Nothing started: -ENOENT everywhere; bad arguments leave it idle */
 TEST_F(ctx, nothing_started)
 {
