@@ -2,8 +2,10 @@
 /*
  * libmemprepop internals. The layers, each calling only those below it:
  *
- *   populate.c (one-shot calls)  ctx.c (contexts)
- *                  |               |
+ *   populate.c (one-shot calls: a context on the stack, a request on it)
+ *                  |
+ *   ctx.c (contexts: every request, checked, run, its outcome written)
+ *                  |
  *     module.c (backend) ---- fallback.c (backend), each behind its ops
  *        |                       |     table (struct mpl_backend), its
  *     batch.c, device.c        job.c, plan.c, pool.c, nodes.c
@@ -79,6 +81,7 @@ struct mpl_req {
 
 int mpl_opts_copy(struct memprepop_opts *dst,
 		  const struct memprepop_opts *opts);
+unsigned int mpl_opts_flags(const struct memprepop_opts *opts);
 void mpl_result_copy(struct memprepop_result *res,
 		     const struct memprepop_result *ours);
 int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
@@ -88,11 +91,6 @@ uint64_t mpl_req_populated(const struct mpl_req *req);
 int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
 		   unsigned int nr, struct memprepop_result *res, int call_err);
 void mpl_req_free(struct mpl_req *req);
-int mpl_call(int (*fn)(void *arg, struct memprepop_range *ranges,
-		       unsigned int nr, const struct memprepop_opts *opts,
-		       struct memprepop_result *res),
-	     void *arg, struct memprepop_range *ranges, unsigned int nr,
-	     const struct memprepop_opts *opts, struct memprepop_result *res);
 
 /* device.c: the cached /dev/memprepop descriptor, or -errno */
 int mpl_dev_fd(void);
@@ -259,9 +257,6 @@ struct memprepop_ctx {
 int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags,
 		 bool oneshot);
 void mpl_ctx_fini(struct memprepop_ctx *ctx);
-int mpl_ctx_populate(void *arg, struct memprepop_range *ranges,
-		     unsigned int nr, const struct memprepop_opts *opts,
-		     struct memprepop_result *res);
 
 /* nodes.c: node ids a counter array needs to count every page */
 unsigned int mpl_possible_nodes(void);
