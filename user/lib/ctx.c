@@ -37,10 +37,10 @@ int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags, bool oneshot)
 	ctx->pid = getpid();
 	ctx->ops = &mpl_module_backend;
 	if (!(flags & MEMPREPOP_OPT_FALLBACK) &&
-	    !ctx->ops->init(&ctx->be, oneshot))
+	    !ctx->ops->init(&ctx->be, &ctx->latch, oneshot))
 		return 0;
 	ctx->ops = &mpl_fallback_backend;
-	return ctx->ops->init(&ctx->be, oneshot);
+	return ctx->ops->init(&ctx->be, &ctx->latch, oneshot);
 }
 
 /* Undoes mpl_ctx_init(); a background request must be reaped or dropped */
@@ -89,7 +89,7 @@ static int mpl_ctx_claim(struct memprepop_ctx *ctx, enum mpl_ctx_state state)
 		ctx->state = state;
 		ctx->prepared = false;
 		/* Under the lock: no cancel of the last request comes after */
-		ctx->ops->arm(ctx->be);
+		mpl_latch_arm(ctx->latch);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -258,7 +258,7 @@ int memprepop_ctx_cancel(struct memprepop_ctx *ctx)
 	if (ctx->state == MPL_CTX_IDLE)
 		ret = -ENOENT;
 	else
-		ctx->ops->cancel(ctx->be);
+		mpl_latch_cancel(ctx->latch);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -275,7 +275,7 @@ int memprepop_ctx_progress(struct memprepop_ctx *ctx, uint64_t *done,
 		ret = -ENOENT;
 	} else {
 		*total = ctx->prepared ? ctx->req.total : 0;
-		*done = ctx->prepared ? ctx->ops->done(ctx->be) : 0;
+		*done = ctx->prepared ? mpl_latch_done(ctx->latch) : 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
