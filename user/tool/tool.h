@@ -52,7 +52,10 @@ int option_done(int c, bool ours, const char *bad,
 /* populate.c: the help text of the options populate and file share */
 extern const char placement_help[];
 
-/* report.c */
+/*
+ * A run: what one command populates (the memory of populate, a file of
+ * file, or the totals of all files) and, afterwards, what happened to it
+ */
 struct run {
 	const char *what;	/* "anonymous", "shared", a file's path */
 	const char *name;	/* @what as printed: control characters escaped */
@@ -72,6 +75,7 @@ struct run {
 	int error;		/* its range's: 0 or -errno */
 };
 
+/* report.c */
 void progress_bar_start(void);
 int progress_bar(uint64_t done, uint64_t total, void *arg);
 void progress_bar_end(void);
