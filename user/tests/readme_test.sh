@@ -51,23 +51,28 @@ ok $? "step 1 names every package the build needs${missing:+ (not:$missing)}"
 git -C "$top" ls-files -z | (cd "$top" && tar --null -T - -cf -) |
 	(mkdir "$d/src" && cd "$d/src" && tar -xf -)
 step '^3\. ' '^   built and run' > "$d/first.c"
-run_steps() {
-	echo "$1" | sed 's/ *# .*//' | while IFS= read -r line; do
+# Each line as written, in one shell (exports carry over; set -x logs
+# them): make in the tree, the rest in HOME
+steps_script() {
+	printf '%s\n' "$@" | sed 's/ *# .*//' | while IFS= read -r line; do
 		[ -n "$line" ] || continue
-		case $line in make*) dir=$d/src ;; *) dir=$HOME ;; esac
-		echo "\$ $line"
-		(cd "$dir" && eval "$line") || exit 1
-		# exports carry over to the next lines (of this subshell)
-		case $line in export*) eval "$line" ;; esac
+		case $line in make*) dir=$d/src ;; *) dir=\$HOME ;; esac
+		printf 'cd "%s" && %s || exit 1\n' "$dir" "$line"
 	done
 }
 export HOME="$d/home"
 mkdir "$HOME" && cp "$d/first.c" "$HOME/"
 two=$(step '^2\. ' '^3\. ')
-three=$(step '^   built and run' '^   Without pkg-config')
+three=$(step '^   built and run' '^   opts.flags')
 four=$(step '^4\. ' '^5\. ')
+steps_script "$two" "$three" "$four" > "$d/steps.sh"
+# As a user would, with Debian's memlock limit: root without CAP_IPC_LOCK
+if [ "$(id -u)" = 0 ] && command -v setpriv > /dev/null; then
+	as_user="setpriv --bounding-set=-ipc_lock"
+fi
 [ -n "$two" ] && [ -n "$three" ] && [ -n "$four" ] &&
-	run_steps "$(printf '%s\n' "$two" "$three" "$four")" > "$d/log" 2>&1
+	$as_user sh -c 'ulimit -l 8192 && set -x && . "$1"' sh "$d/steps.sh" \
+	> "$d/log" 2>&1
 status=$?
 [ $status = 0 ] || tail -20 "$d/log" | sed 's/^/# /'
 ok $status "steps 2 to 4 install, build and run the first program and the tool"
