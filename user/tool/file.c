@@ -368,8 +368,9 @@ static int check_file_systems(const struct file_args *a)
 		for (j = 0; j < a->n; j++)
 			if (!memcmp(&a->files[j].fsid, &f->fsid,
 				    sizeof(f->fsid))) {
+				/* Counted with an earlier one? */
 				if (j < i)
-					break;	/* counted with an earlier one */
+					break;
 				need += file_need(&a->files[j]);
 			}
 		if (j < a->n || need <= f->fs_free || a->all.overcommit)

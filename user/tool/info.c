@@ -92,8 +92,8 @@ int cmd_info(int argc, char **argv)
 		bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
 
 		if (!help)
-			fprintf(stderr, "%s info: unknown argument '%s'\n", prog,
-				argv[1]);
+			fprintf(stderr, "%s info: unknown argument '%s'\n",
+				prog, argv[1]);
 		fprintf(help ? stdout : stderr,
 			"usage: %s info [--json]\n\n"
 			"Shows the library and the backend it uses, what the "

@@ -58,7 +58,7 @@ extern const char placement_help[];
  */
 struct run {
 	const char *what;	/* "anonymous", "shared", a file's path */
-	const char *name;	/* @what as printed: control characters escaped */
+	const char *name;	/* @what as printed: control bytes escaped */
 	bool file;		/* @what is a path */
 	uint64_t size;
 	size_t page_size;	/* of the mapping: 4 KiB, 2 MiB, 1 GiB */
