@@ -292,6 +292,7 @@ INSTALLED	= $(BINDIR)/memprepop $(LIBDIR)/libmemprepop.a \
 		  $(INCLUDEDIR)/memprepop/version.h \
 		  $(DOCDIR)/examples/modules-load.d/memprepop.conf \
 		  $(DOCDIR)/examples/udev/60-memprepop.rules \
+		  $(DOCDIR)/examples/vmm.c \
 		  $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 # install-module's kernel: the running one unless KDIR is given
 INSTALL_KDIR	= $(if $(filter command line environment,$(origin KDIR)),$(KDIR),$(RUNNING_KDIR))
@@ -354,6 +355,7 @@ install-user: lib tool docs
 		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/
 	install -m 0644 packaging/udev/60-memprepop.rules \
 		$(DESTDIR)$(DOCDIR)/examples/udev/
+	install -m 0644 examples/vmm.c $(DESTDIR)$(DOCDIR)/examples/
 	for m in $(MANPAGES); do \
 	  s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done

@@ -60,7 +60,6 @@ check-host: lib tool selftests
 
 check-install: lib tool module docs
 	@scripts/check-install $(VERSION) $(KRELEASE)
-	@scripts/check-newcomer
 
 # Every selftest on three kernels: kernel threads on the first (Debian 12's
 # 6.1), the caller's own threads (vhost_task) on 6.12 and on the newest 7.x

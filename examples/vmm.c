@@ -10,6 +10,9 @@
  * checked.
  *
  * usage: memprepop-example-vmm [SIZE_MIB [GUEST_NODES [fallback]]]
+ *
+ * It calls libnuma itself (mbind(), the node numbers), so it links it too:
+ *   cc vmm.c $(pkg-config --cflags --libs memprepop) -lnuma
  */
 #define _GNU_SOURCE
 #include <errno.h>

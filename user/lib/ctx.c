@@ -37,10 +37,10 @@ int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags, bool oneshot)
 	ctx->pid = getpid();
 	ctx->ops = &mpl_module_backend;
 	if (!(flags & MEMPREPOP_OPT_FALLBACK) &&
-	    !ctx->ops->init(&ctx->be, oneshot))
+	    !ctx->ops->init(&ctx->be, &ctx->latch, oneshot))
 		return 0;
 	ctx->ops = &mpl_fallback_backend;
-	return ctx->ops->init(&ctx->be, oneshot);
+	return ctx->ops->init(&ctx->be, &ctx->latch, oneshot);
 }
 
 /* Undoes mpl_ctx_init(); a background request must be reaped or dropped */
@@ -89,7 +89,7 @@ static int mpl_ctx_claim(struct memprepop_ctx *ctx, enum mpl_ctx_state state)
 		ctx->state = state;
 		ctx->prepared = false;
 		/* Under the lock: no cancel of the last request comes after */
-		ctx->ops->arm(ctx->be);
+		mpl_latch_arm(ctx->latch);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
@@ -139,48 +139,42 @@ static int mpl_ctx_prepare(struct memprepop_ctx *ctx,
 	return 1;
 }
 
-/**
- * mpl_ctx_populate() - a synchronous request through a context
- * @arg: the context
- * @ranges: the caller's ranges, @nr of them
- * @nr: entries of @ranges
- * @opts: the options, copied already
- * @res: the outcome
- *
- * As mpl_call() runs it, for memprepop_ctx_populate() and the one-shot
- * calls alike.
- *
- * Return: 0 or -errno, as memprepop_ctx_populate().
+/*
+ * A synchronous request: the caller's structures checked and copied in, the
+ * backend run on our copies, the outcome copied out with the call's time.
  */
-int mpl_ctx_populate(void *arg, struct memprepop_range *ranges,
-		     unsigned int nr, const struct memprepop_opts *opts,
-		     struct memprepop_result *res)
-{
-	struct memprepop_ctx *ctx = arg;
-	struct mpl_progress progress;
-	int ret;
-
-	ret = mpl_ctx_claim(ctx, MPL_CTX_SYNC);
-	if (ret)
-		return ret;
-	ret = mpl_ctx_prepare(ctx, ranges, nr, opts, res);
-	if (ret <= 0)
-		goto out;
-	mpl_progress_init(&progress, opts, ctx->req.total);
-	ret = ctx->ops->run(ctx->be, &ctx->req, &progress, res);
-	mpl_progress_final(&progress, mpl_req_populated(&ctx->req));
-	ret = mpl_req_finish(&ctx->req, ranges, nr, res, ret);
-out:
-	mpl_ctx_release(ctx);
-	return ret;
-}
-
 int memprepop_ctx_populate(struct memprepop_ctx *ctx,
 			   struct memprepop_range *ranges, unsigned int nr,
 			   const struct memprepop_opts *opts,
 			   struct memprepop_result *res)
 {
-	return mpl_call(mpl_ctx_populate, ctx, ranges, nr, opts, res);
+	struct memprepop_result ours = { .size = sizeof(ours) };
+	struct memprepop_opts copy;
+	struct mpl_progress progress;
+	uint64_t t0 = mpl_now_ns();
+	int ret;
+
+	if (res && res->size < MPL_RESULT_SIZE_VER0)
+		return -EINVAL;
+	ret = mpl_opts_copy(&copy, opts);
+	if (ret)
+		goto out;
+	ret = mpl_ctx_claim(ctx, MPL_CTX_SYNC);
+	if (ret)
+		goto out;
+	ret = mpl_ctx_prepare(ctx, ranges, nr, &copy, &ours);
+	if (ret > 0) {
+		mpl_progress_init(&progress, &copy, ctx->req.total);
+		ret = ctx->ops->run(ctx->be, &ctx->req, &progress, &ours);
+		mpl_progress_final(&progress, mpl_req_populated(&ctx->req));
+		ret = mpl_req_finish(&ctx->req, ranges, nr, &ours, ret);
+	}
+	mpl_ctx_release(ctx);
+out:
+	ours.nsecs = mpl_now_ns() - t0;
+	if (res)
+		mpl_result_copy(res, &ours);
+	return ret;
 }
 
 int memprepop_ctx_start(struct memprepop_ctx *ctx,
@@ -264,7 +258,7 @@ int memprepop_ctx_cancel(struct memprepop_ctx *ctx)
 	if (ctx->state == MPL_CTX_IDLE)
 		ret = -ENOENT;
 	else
-		ctx->ops->cancel(ctx->be);
+		mpl_latch_cancel(ctx->latch);
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
 }
@@ -281,7 +275,7 @@ int memprepop_ctx_progress(struct memprepop_ctx *ctx, uint64_t *done,
 		ret = -ENOENT;
 	} else {
 		*total = ctx->prepared ? ctx->req.total : 0;
-		*done = ctx->prepared ? ctx->ops->done(ctx->be) : 0;
+		*done = ctx->prepared ? mpl_latch_done(ctx->latch) : 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;

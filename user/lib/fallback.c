@@ -6,7 +6,6 @@
  * are its own. Its request is a job.c job.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -17,27 +16,36 @@ struct mpl_threads {
 	bool oneshot;
 	int efd;		/* written when a job is done, or -1 */
 	struct mpl_pool *pool;	/* threads that stay, or NULL */
-	pthread_mutex_t lock;
-	struct mpl_job *job;	/* under lock: the request's, once started */
-	bool cancelled;		/* under lock: since the request was claimed */
+	struct mpl_latch latch;	/* live: the request's job, once started */
 };
+
+static void mpl_fallback_cancel(void *job)
+{
+	mpl_job_cancel(job);
+}
+
+static uint64_t mpl_fallback_done(void *job)
+{
+	return mpl_job_done(job);
+}
 
 static void mpl_threads_free(struct mpl_threads *t)
 {
 	if (t->efd >= 0)
 		close(t->efd);
-	pthread_mutex_destroy(&t->lock);
+	mpl_latch_fini(&t->latch);
 	free(t);
 }
 
-static int mpl_fallback_init(void **be, bool oneshot)
+static int mpl_fallback_init(void **be, struct mpl_latch **latch,
+			     bool oneshot)
 {
 	struct mpl_threads *t = calloc(1, sizeof(*t));
 	int ret = 0;
 
 	if (!t)
 		return -ENOMEM;
-	pthread_mutex_init(&t->lock, NULL);
+	mpl_latch_init(&t->latch, mpl_fallback_cancel, mpl_fallback_done);
 	t->oneshot = oneshot;
 	t->efd = -1;
 	if (!oneshot) {
@@ -49,6 +57,7 @@ static int mpl_fallback_init(void **be, bool oneshot)
 		return ret;
 	}
 	*be = t;
+	*latch = &t->latch;
 	return 0;
 }
 
@@ -57,9 +66,12 @@ static void mpl_fallback_fini(void *be, bool forked)
 	struct mpl_threads *t = be;
 
 	if (forked) {
-		/* A child's copy: the threads and the request are the parent's */
-		if (t->job)
-			mpl_job_free(t->job);
+		/*
+		 * A child's copy: the threads and the request are the
+		 * parent's; its lock maybe taken by a thread of the parent
+		 */
+		if (t->latch.live)
+			mpl_job_free(t->latch.live);
 		mpl_pool_forget(t->pool);
 	} else {
 		mpl_pool_free(t->pool);
@@ -70,16 +82,6 @@ static void mpl_fallback_fini(void *be, bool forked)
 static int mpl_fallback_supported(void *be __attribute__((unused)))
 {
 	return mpl_job_supported() ? 0 : -EOPNOTSUPP;
-}
-
-/* The request's job, or none once it is over: a cancel then acts on it */
-static void mpl_fallback_set_job(struct mpl_threads *t, struct mpl_job *job)
-{
-	pthread_mutex_lock(&t->lock);
-	t->job = job;
-	if (job && t->cancelled)
-		mpl_job_cancel(job);
-	pthread_mutex_unlock(&t->lock);
 }
 
 /* A stale completion of the eventfd: a synchronous job also writes it */
@@ -103,9 +105,9 @@ static int mpl_fallback_run(void *be, struct mpl_req *req,
 	ret = mpl_job_start(&job, t->pool, req, progress);
 	if (ret < 0)
 		return ret;
-	mpl_fallback_set_job(t, job);
+	mpl_latch_set(&t->latch, job);
 	ret = mpl_job_wait(job, progress, res);
-	mpl_fallback_set_job(t, NULL);
+	mpl_latch_set(&t->latch, NULL);
 	mpl_job_free(job);
 	mpl_fallback_drain(t);
 	return ret;
@@ -126,7 +128,7 @@ static int mpl_fallback_start(void *be, struct mpl_req *req)
 
 		(void)!write(t->efd, &one, sizeof(one));
 	}
-	mpl_fallback_set_job(t, job);
+	mpl_latch_set(&t->latch, job);
 	return 0;
 }
 
@@ -137,14 +139,12 @@ static int mpl_fallback_reap(void *be, bool nohang,
 	struct mpl_job *job;
 
 	/* Set by whoever started it; only the reaper changes it from here */
-	pthread_mutex_lock(&t->lock);
-	job = t->job;
-	pthread_mutex_unlock(&t->lock);
+	job = mpl_latch_live(&t->latch);
 	if (nohang && job && !mpl_job_finished(job))
 		return -EAGAIN;
 	*outcome = job ? mpl_job_wait(job, NULL, res) : 0;
 	mpl_fallback_drain(t);
-	mpl_fallback_set_job(t, NULL);
+	mpl_latch_set(&t->latch, NULL);
 	if (job)
 		mpl_job_free(job);
 	return 0;
@@ -153,47 +153,13 @@ static int mpl_fallback_reap(void *be, bool nohang,
 static void mpl_fallback_drop(void *be)
 {
 	struct mpl_threads *t = be;
-	struct mpl_job *job;
+	struct mpl_job *job = mpl_latch_live(&t->latch);
 
-	pthread_mutex_lock(&t->lock);
-	job = t->job;
-	pthread_mutex_unlock(&t->lock);
 	if (!job)
 		return;
 	mpl_job_wait(job, NULL, NULL);
-	mpl_fallback_set_job(t, NULL);
+	mpl_latch_set(&t->latch, NULL);
 	mpl_job_free(job);
-}
-
-static void mpl_fallback_arm(void *be)
-{
-	struct mpl_threads *t = be;
-
-	pthread_mutex_lock(&t->lock);
-	t->cancelled = false;
-	pthread_mutex_unlock(&t->lock);
-}
-
-static void mpl_fallback_cancel(void *be)
-{
-	struct mpl_threads *t = be;
-
-	pthread_mutex_lock(&t->lock);
-	t->cancelled = true;
-	if (t->job)
-		mpl_job_cancel(t->job);
-	pthread_mutex_unlock(&t->lock);
-}
-
-static uint64_t mpl_fallback_done(void *be)
-{
-	struct mpl_threads *t = be;
-	uint64_t done;
-
-	pthread_mutex_lock(&t->lock);
-	done = t->job ? mpl_job_done(t->job) : 0;
-	pthread_mutex_unlock(&t->lock);
-	return done;
 }
 
 static int mpl_fallback_poll_fd(void *be)
@@ -212,8 +178,5 @@ const struct mpl_backend mpl_fallback_backend = {
 	.start = mpl_fallback_start,
 	.reap = mpl_fallback_reap,
 	.drop = mpl_fallback_drop,
-	.arm = mpl_fallback_arm,
-	.cancel = mpl_fallback_cancel,
-	.done = mpl_fallback_done,
 	.poll_fd = mpl_fallback_poll_fd,
 };

@@ -2,10 +2,13 @@
 /*
  * libmemprepop internals. The layers, each calling only those below it:
  *
- *   populate.c (one-shot calls)  ctx.c (contexts)
- *                  |               |
+ *   populate.c (one-shot calls: a context on the stack, a request on it)
+ *                  |
+ *   ctx.c (contexts: every request, checked, run, its outcome written)
+ *                  |
  *     module.c (backend) ---- fallback.c (backend), each behind its ops
- *        |                       |     table (struct mpl_backend), its
+ *        |                       |     table (struct mpl_backend) with
+ *        |                       |     its cancel latch (latch.c), its
  *     batch.c, device.c        job.c, plan.c, pool.c, nodes.c
  *                  \            /
  *         req.c (a request's checks and outcome), progress.c
@@ -79,6 +82,7 @@ struct mpl_req {
 
 int mpl_opts_copy(struct memprepop_opts *dst,
 		  const struct memprepop_opts *opts);
+unsigned int mpl_opts_flags(const struct memprepop_opts *opts);
 void mpl_result_copy(struct memprepop_result *res,
 		     const struct memprepop_result *ours);
 int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
@@ -88,11 +92,6 @@ uint64_t mpl_req_populated(const struct mpl_req *req);
 int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
 		   unsigned int nr, struct memprepop_result *res, int call_err);
 void mpl_req_free(struct mpl_req *req);
-int mpl_call(int (*fn)(void *arg, struct memprepop_range *ranges,
-		       unsigned int nr, const struct memprepop_opts *opts,
-		       struct memprepop_result *res),
-	     void *arg, struct memprepop_range *ranges, unsigned int nr,
-	     const struct memprepop_opts *opts, struct memprepop_result *res);
 
 /* device.c: the cached /dev/memprepop descriptor, or -errno */
 int mpl_dev_fd(void);
@@ -192,14 +191,39 @@ void mpl_job_free(struct mpl_job *job);
 uint64_t mpl_job_done(struct mpl_job *job);
 
 /*
+ * latch.c: a request's cancel, from the claim on, handed to the running
+ * request (@live: the module's batches, the fallback's job) once there is
+ * one. Each backend has one, which the context arms, cancels and asks.
+ */
+struct mpl_latch {
+	pthread_mutex_t lock;
+	void *live;		/* under lock: the running request, or NULL */
+	bool cancelled;		/* under lock: since the request was claimed */
+	void (*cancel)(void *live);
+	uint64_t (*done)(void *live);
+};
+
+void mpl_latch_init(struct mpl_latch *l, void (*cancel)(void *live),
+		    uint64_t (*done)(void *live));
+void mpl_latch_fini(struct mpl_latch *l);
+void mpl_latch_arm(struct mpl_latch *l);
+void mpl_latch_cancel(struct mpl_latch *l);
+void mpl_latch_set(struct mpl_latch *l, void *live);
+void *mpl_latch_live(struct mpl_latch *l);
+uint64_t mpl_latch_done(struct mpl_latch *l);
+
+/*
  * A backend's ops (module.c, fallback.c): its state @be, made and undone,
- * and a request run, started, reaped, cancelled, followed. ctx.c calls
- * them; nothing else branches on the backend.
+ * and a request run, started, reaped; its latch cancels and follows it.
+ * ctx.c calls them; nothing else branches on the backend.
  */
 struct mpl_backend {
 	int id;			/* MEMPREPOP_BACKEND_* */
-	/* Its state, in *@be: 0, or -errno (the next backend is tried) */
-	int (*init)(void **be, bool oneshot);
+	/*
+	 * Its state, in *@be, and its latch: 0, or -errno (the next backend
+	 * is tried)
+	 */
+	int (*init)(void **be, struct mpl_latch **latch, bool oneshot);
 	/* Frees it; @forked: in a child, for a context of its parent */
 	void (*fini)(void *be, bool forked);
 	/* Can it do a request with work: 0, or -EOPNOTSUPP */
@@ -217,12 +241,6 @@ struct mpl_backend {
 		    int *outcome);
 	/* Waits for a background request nobody will reap, drops it */
 	void (*drop)(void *be);
-	/* A request is claimed: no cancel is pending for it yet */
-	void (*arm)(void *be);
-	/* Any time after arm: now, or as soon as the request is running */
-	void (*cancel)(void *be);
-	/* Bytes done so far: 0 before it runs */
-	uint64_t (*done)(void *be);
 	/* What poll() says is done */
 	int (*poll_fd)(void *be);
 };
@@ -245,6 +263,7 @@ struct memprepop_ctx {
 	pid_t pid;		/* the process that made it */
 	const struct mpl_backend *ops;
 	void *be;		/* the backend's own state */
+	struct mpl_latch *latch;	/* its latch, in it */
 
 	pthread_mutex_t lock;
 	enum mpl_ctx_state state;	/* under lock */
@@ -259,9 +278,6 @@ struct memprepop_ctx {
 int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags,
 		 bool oneshot);
 void mpl_ctx_fini(struct memprepop_ctx *ctx);
-int mpl_ctx_populate(void *arg, struct memprepop_range *ranges,
-		     unsigned int nr, const struct memprepop_opts *opts,
-		     struct memprepop_result *res);
 
 /* nodes.c: node ids a counter array needs to count every page */
 unsigned int mpl_possible_nodes(void);

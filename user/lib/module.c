@@ -7,7 +7,6 @@
  * a background request is reaped lives here until then.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -17,13 +16,21 @@ struct mpl_module {
 	int fd;
 	bool oneshot;		/* @fd is the cached one, not ours to close */
 	struct memprepop_info info;
-	pthread_mutex_t lock;
-	bool live;		/* under lock: @dev is the request's */
-	bool cancelled;		/* under lock: since the request was claimed */
+	struct mpl_latch latch;	/* live: @dev, while it is the request's */
 	struct mpl_dev dev;
 };
 
-static int mpl_module_init(void **be, bool oneshot)
+static void mpl_module_cancel(void *dev)
+{
+	mpl_dev_cancel(dev);
+}
+
+static uint64_t mpl_module_done(void *dev)
+{
+	return mpl_dev_done(dev);
+}
+
+static int mpl_module_init(void **be, struct mpl_latch **latch, bool oneshot)
 {
 	struct mpl_module *m = calloc(1, sizeof(*m));
 	int ret;
@@ -42,8 +49,9 @@ static int mpl_module_init(void **be, bool oneshot)
 		free(m);
 		return ret;
 	}
-	pthread_mutex_init(&m->lock, NULL);
+	mpl_latch_init(&m->latch, mpl_module_cancel, mpl_module_done);
 	*be = m;
+	*latch = &m->latch;
 	return 0;
 }
 
@@ -53,7 +61,7 @@ static void mpl_module_fini(void *be, bool forked __attribute__((unused)))
 
 	if (!m->oneshot)
 		close(m->fd);
-	pthread_mutex_destroy(&m->lock);
+	mpl_latch_fini(&m->latch);
 	free(m);
 }
 
@@ -65,11 +73,7 @@ static int mpl_module_supported(void *be __attribute__((unused)))
 /* The request reaches the module: a cancel from now on, or before, acts */
 static void mpl_module_live(struct mpl_module *m, bool live)
 {
-	pthread_mutex_lock(&m->lock);
-	m->live = live;
-	if (live && m->cancelled)
-		mpl_dev_cancel(&m->dev);
-	pthread_mutex_unlock(&m->lock);
+	mpl_latch_set(&m->latch, live ? &m->dev : NULL);
 }
 
 static int mpl_module_run(void *be, struct mpl_req *req,
@@ -123,37 +127,6 @@ static void mpl_module_drop(void *be)
 	mpl_module_live(m, false);
 }
 
-static void mpl_module_arm(void *be)
-{
-	struct mpl_module *m = be;
-
-	pthread_mutex_lock(&m->lock);
-	m->cancelled = false;
-	pthread_mutex_unlock(&m->lock);
-}
-
-static void mpl_module_cancel(void *be)
-{
-	struct mpl_module *m = be;
-
-	pthread_mutex_lock(&m->lock);
-	m->cancelled = true;
-	if (m->live)
-		mpl_dev_cancel(&m->dev);
-	pthread_mutex_unlock(&m->lock);
-}
-
-static uint64_t mpl_module_done(void *be)
-{
-	struct mpl_module *m = be;
-	uint64_t done;
-
-	pthread_mutex_lock(&m->lock);
-	done = m->live ? mpl_dev_done(&m->dev) : 0;
-	pthread_mutex_unlock(&m->lock);
-	return done;
-}
-
 static int mpl_module_poll_fd(void *be)
 {
 	struct mpl_module *m = be;
@@ -170,8 +143,5 @@ const struct mpl_backend mpl_module_backend = {
 	.start = mpl_module_start,
 	.reap = mpl_module_reap,
 	.drop = mpl_module_drop,
-	.arm = mpl_module_arm,
-	.cancel = mpl_module_cancel,
-	.done = mpl_module_done,
 	.poll_fd = mpl_module_poll_fd,
 };

@@ -13,12 +13,14 @@
  * thread takes the caller's task policy, as read for this job, before it
  * faults anything: it was made by another call, maybe another thread.
  * Signals are blocked in them: a process-directed signal is the caller's.
+ * Each is named as the module's workers are.
  */
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -77,6 +79,24 @@ static void mpl_take_policy(const struct mpl_plan *plan)
 			      plan->task_nodes->size + 1);
 }
 
+/*
+ * Named as the module's workers are, "memprepop/<node>:<index>" (without a
+ * node where it may run anywhere), for ps -L and top -H: the plan may give
+ * it another node each job
+ */
+static void mpl_take_name(const struct mpl_plan *plan, unsigned int index)
+{
+	int node = plan->thread_node[index];
+	char name[32];
+
+	if (node >= 0)
+		snprintf(name, sizeof(name), "memprepop/%d:%u", node, index);
+	else
+		snprintf(name, sizeof(name), "memprepop/%u", index);
+	name[15] = 0;		/* what the kernel keeps of it */
+	pthread_setname_np(pthread_self(), name);
+}
+
 static void *mpl_worker_fn(void *arg)
 {
 	struct mpl_worker *w = arg;
@@ -101,6 +121,7 @@ static void *mpl_worker_fn(void *arg)
 		pthread_mutex_unlock(&pool->lock);
 
 		mpl_take_policy(plan);
+		mpl_take_name(plan, w->index);
 		fn(job, w->index);
 
 		pthread_mutex_lock(&pool->lock);

@@ -35,29 +35,28 @@ const char *memprepop_backend_name(int backend)
 
 /*
  * The one-shot calls: a context on the stack, with the cached descriptor or
- * threads of their own, chosen by the call's options.
+ * threads of their own, chosen by the call's options, and a request on it.
  */
-static int mpl_populate(void *arg __attribute__((unused)),
-			struct memprepop_range *ranges,
-			unsigned int nr, const struct memprepop_opts *opts,
-			struct memprepop_result *res)
-{
-	struct memprepop_ctx ctx;
-	int ret;
-
-	ret = mpl_ctx_init(&ctx, opts->flags & MEMPREPOP_OPT_FALLBACK, true);
-	if (ret)
-		return ret;
-	ret = mpl_ctx_populate(&ctx, ranges, nr, opts, res);
-	mpl_ctx_fini(&ctx);
-	return ret;
-}
-
 int memprepop_populate_ranges(struct memprepop_range *ranges, unsigned int nr,
 			      const struct memprepop_opts *opts,
 			      struct memprepop_result *res)
 {
-	return mpl_call(mpl_populate, NULL, ranges, nr, opts, res);
+	struct memprepop_ctx ctx;
+	int ret;
+
+	ret = mpl_ctx_init(&ctx, mpl_opts_flags(opts) & MEMPREPOP_OPT_FALLBACK,
+			   true);
+	if (ret) {
+		/* Nothing ran: the result says so, as after any failure */
+		struct memprepop_result none = { .size = sizeof(none) };
+
+		if (res && res->size >= MPL_RESULT_SIZE_VER0)
+			mpl_result_copy(res, &none);
+		return ret;
+	}
+	ret = memprepop_ctx_populate(&ctx, ranges, nr, opts, res);
+	mpl_ctx_fini(&ctx);
+	return ret;
 }
 
 int memprepop_populate(void *addr, size_t len,

@@ -43,6 +43,13 @@ int mpl_opts_copy(struct memprepop_opts *dst,
 	return 0;
 }
 
+/* The caller's flags, read before its options are copied: 0 if none */
+unsigned int mpl_opts_flags(const struct memprepop_opts *opts)
+{
+	return opts && opts->size >= MPL_OFFSETOFEND(struct memprepop_opts,
+						     flags) ? opts->flags : 0;
+}
+
 /*
  * The outcome into the caller's result, never past its @size: what we do
  * not know of a longer one is zeroed, @size itself is left as it is.
@@ -213,30 +220,4 @@ int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
 	res->populated = populated;
 	mpl_req_free(req);
 	return ret ? ret : call_err;
-}
-
-/*
- * A populate call as the caller sees it: its structures checked and copied
- * in, @fn run on our copies, the outcome copied out with the call's time.
- */
-int mpl_call(int (*fn)(void *arg, struct memprepop_range *ranges,
-		       unsigned int nr, const struct memprepop_opts *opts,
-		       struct memprepop_result *res),
-	     void *arg, struct memprepop_range *ranges, unsigned int nr,
-	     const struct memprepop_opts *opts, struct memprepop_result *res)
-{
-	struct memprepop_result ours = { .size = sizeof(ours) };
-	struct memprepop_opts copy;
-	uint64_t t0 = mpl_now_ns();
-	int ret;
-
-	if (res && res->size < MPL_RESULT_SIZE_VER0)
-		return -EINVAL;
-	ret = mpl_opts_copy(&copy, opts);
-	if (!ret)
-		ret = fn(arg, ranges, nr, &copy, &ours);
-	ours.nsecs = mpl_now_ns() - t0;
-	if (res)
-		mpl_result_copy(res, &ours);
-	return ret;
 }

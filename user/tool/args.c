@@ -9,7 +9,11 @@
 
 #include "tool.h"
 
-/* "512M" -> 536870912 (K, M, G, T are powers of 1024); 0 if malformed */
+/*
+ * "512M" -> 536870912 (K, M, G, T are powers of 1024, also as KiB or KB);
+ * 0 if malformed, or 2^63 or more: no mapping is that large, and a size
+ * near 2^64 would wrap when rounded up to pages
+ */
 uint64_t parse_size(const char *s)
 {
 	static const char units[] = "KMGT";
@@ -24,18 +28,30 @@ uint64_t parse_size(const char *s)
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return 0;
-	if (!*end)
-		return v;
-	u = strchr(units, *end & ~0x20);
-	if (!u || !*u || (end[1] && strcmp(end + 1, "iB") &&
-			  strcmp(end + 1, "B")))
-		return 0;
-	for (shift = (u - units + 1) * 10; shift; shift -= 10) {
-		if (v > UINT64_MAX >> 10)
+	if (*end) {
+		u = strchr(units, *end & ~0x20);
+		if (!u || !*u || (end[1] && strcmp(end + 1, "iB") &&
+				  strcmp(end + 1, "B")))
 			return 0;
-		v <<= 10;
+		for (shift = (u - units + 1) * 10; shift; shift -= 10) {
+			if (v > UINT64_MAX >> 10)
+				return 0;
+			v <<= 10;
+		}
 	}
-	return v;
+	return v >> 63 ? 0 : v;
+}
+
+/* --size: NULL, or "" once the refusal is said, with what is taken */
+const char *size_option(const char *arg, uint64_t *size)
+{
+	*size = parse_size(arg);
+	if (*size)
+		return NULL;
+	fprintf(stderr, "%s: bad size: '%s' (bytes as a whole number, or with "
+		"K, M, G or T, powers of 1024: 4096, 512M, 4G, 2TiB; below "
+		"2^63)\n", prog, arg);
+	return "";
 }
 
 bool parse_uint(const char *s, unsigned int *out)
@@ -66,50 +82,82 @@ void numa_error(char *where __attribute__((unused)))
 {
 }
 
-/* @mask as a node list, "0-2,4"; "none" when empty */
-void nodes_text(struct bitmask *mask, char *buf, size_t len)
+/* The bits of @mask up to @highest as ranges, "0-2,4"; "none" when empty */
+void ranges_text(struct bitmask *mask, int highest, char *buf, size_t len)
 {
-	int node, highest = numa_max_node(), first = -1;
+	int bit, first = -1;
 	size_t used = 0;
 
 	buf[0] = 0;
-	for (node = 0; node <= highest + 1 && used < len; node++) {
-		bool set = node <= highest && numa_bitmask_isbitset(mask, node);
+	for (bit = 0; bit <= highest + 1 && used < len; bit++) {
+		bool set = bit <= highest && numa_bitmask_isbitset(mask, bit);
 
 		if (set && first < 0)
-			first = node;
+			first = bit;
 		if (set || first < 0)
 			continue;
 		used += snprintf(buf + used, len - used, "%s%d", used ? "," : "",
 				 first);
-		if (node - 1 > first && used < len)
+		if (bit - 1 > first && used < len)
 			used += snprintf(buf + used, len - used, "-%d",
-					 node - 1);
+					 bit - 1);
 		first = -1;
 	}
 	if (!buf[0])
 		snprintf(buf, len, "none");
 }
 
+/* @mask as a node list, "0-2,4"; "none" when empty */
+void nodes_text(struct bitmask *mask, char *buf, size_t len)
+{
+	ranges_text(mask, numa_max_node(), buf, len);
+}
+
+/* "all", or node numbers and ranges N-M (N <= M), comma-separated */
+static bool node_list_well_formed(const char *s)
+{
+	unsigned long lo, hi;
+	char *end;
+
+	if (!strcmp(s, "all"))
+		return true;
+	for (;;) {
+		if (*s < '0' || *s > '9')
+			return false;
+		lo = hi = strtoul(s, &end, 10);
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				return false;
+			hi = strtoul(end + 1, &end, 10);
+		}
+		if (lo > hi || (*end && *end != ','))
+			return false;
+		if (!*end)
+			return true;
+		s = end + 1;
+	}
+}
+
 /*
- * 0, -ENOSYS without NUMA, -ENOENT for a node that is not there (or has no
- * memory), or -EINVAL for a node list libnuma does not take
+ * 0, -ENOSYS without NUMA, -EINVAL for a node list that is not one,
+ * -E2BIG for more than one node to --preferred, -ENOENT for a node that is
+ * not there (or has no memory)
  */
 int parse_placement(struct placement *pl, int mode, const char *nodes)
 {
 	if (numa_available() < 0)
 		return -ENOSYS;
+	if (!node_list_well_formed(nodes))
+		return -EINVAL;
+	if (mode == MPOL_PREFERRED && strspn(nodes, "0123456789") !=
+	    strlen(nodes))
+		return -E2BIG;
 	if (pl->nodes)
 		numa_bitmask_free(pl->nodes);
 	pl->nodes = numa_parse_nodestring(nodes);
-	if (!pl->nodes) {
-		/* Well formed, but naming nodes the process cannot use? */
-		if (*nodes && strspn(nodes, "0123456789,-") == strlen(nodes))
-			return -ENOENT;
-		return -EINVAL;
-	}
-	if (!numa_bitmask_weight(pl->nodes) ||
-	    (mode == MPOL_PREFERRED && numa_bitmask_weight(pl->nodes) != 1))
+	if (!pl->nodes)
+		return -ENOENT;
+	if (!numa_bitmask_weight(pl->nodes))
 		return -EINVAL;
 	pl->mode = mode;
 	pl->text = nodes;
@@ -220,8 +268,17 @@ const char *placement_option(struct placement *pl, int opt,
 		return NULL;
 	if (ret == -ENOSYS)
 		return "node list (no NUMA)";
-	if (ret != -ENOENT)
-		return opt == OPT_PREFERRED ? "node (one node)" : "node list";
+	if (ret == -E2BIG) {
+		fprintf(stderr, "%s: --preferred takes one node: '%s'\n", prog,
+			nodes);
+		return "";
+	}
+	if (ret == -EINVAL) {
+		fprintf(stderr, "%s: bad node list: '%s' (node numbers and "
+			"ranges, comma-separated: 0,2-3; or all)\n", prog,
+			nodes);
+		return "";
+	}
 	mems = numa_get_mems_allowed();
 	if (mems && numa_bitmask_weight(mems))
 		nodes_text(mems, have, sizeof(have));

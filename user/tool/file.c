@@ -9,8 +9,8 @@
  * placement options after a PATH apply to that file alone.
  *
  * Every file is checked before any is created or grown; a refusal, a
- * failure or Ctrl-C removes the files this run created and gives those it
- * grew their size back.
+ * failure or a cancel (SIGINT, SIGTERM, SIGHUP) removes the files this run
+ * created and gives those it grew their size back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +73,10 @@ struct file {
 	off_t old_size;		/* then, its size */
 	uint64_t allocated;	/* and the bytes of it in memory */
 	bool created, grown;	/* by this run: undone if it fails */
+	char *real;		/* its path without links, ., .. */
+	char *name;		/* its path as printed */
+	fsid_t fsid;		/* its file system, */
+	uint64_t fs_free;	/* and the bytes it can still take */
 };
 
 struct file_args {
@@ -96,8 +100,11 @@ static struct file *add_file(struct file_args *a, const char *path)
 	*f = a->defaults;
 	f->placement.given = false;
 	f->run.what = path;
+	f->run.name = f->name = printable(path);
 	f->run.file = true;
 	f->fd = -1;
+	if (!f->name)
+		return NULL;
 	return f;
 }
 
@@ -130,9 +137,7 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 			}
 			break;
 		case 's':
-			cur->run.size = parse_size(optarg);
-			if (!cur->run.size)
-				bad = "size";
+			bad = size_option(optarg, &cur->run.size);
 			break;
 		case OPT_MEMBIND:
 		case OPT_INTERLEAVE:
@@ -153,21 +158,43 @@ static int parse_file_args(int argc, char **argv, struct file_args *a)
 			return ret;
 	}
 	if (!a->n) {
-		usage_file(stderr);
+		fprintf(stderr, "%s file: no PATH given ('%s file --help' "
+			"describes the command)\n", prog, prog);
 		return 2;
 	}
 	a->all.progress = !a->all.json && isatty(STDERR_FILENO);
 	return 0;
 }
 
+/* @path without links, ., ..; for a file not there yet, its directory's */
+static char *real_path(const char *path, bool exists)
+{
+	char *dir, *base, *real, *joined = NULL;
+
+	if (exists)
+		return realpath(path, NULL);
+	dir = strdup(path);
+	base = strdup(path);
+	real = dir ? realpath(dirname(dir), NULL) : NULL;
+	if (real && base && asprintf(&joined, "%s/%s", real,
+				     basename(base)) < 0)
+		joined = NULL;
+	free(dir);
+	free(base);
+	free(real);
+	return joined;
+}
+
 /*
  * Checks the file without changing anything: its file system (of the
  * directory it would be created in, when it is not there), its size and
- * page size; 0, or the exit status after one line saying why
+ * page size; 0, or the exit status after one line saying why (2: each is
+ * the command line's fault)
  */
 static int check_file(struct file *f)
 {
-	const char *path = f->run.what;
+	const char *path = f->run.what, *name = f->name;
+	bool given = f->run.size;
 	struct statfs sfs;
 	struct stat st;
 	int ret;
@@ -188,29 +215,48 @@ static int check_file(struct file *f)
 	} else {
 		ret = -1;
 	}
+	if (!ret) {
+		f->real = real_path(path, f->exists);
+		if (!f->real)
+			ret = -1;
+	}
 	if (ret) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot use %s: %s\n", prog, name,
 			strerror(errno));
-		return 1;
+		return 2;
 	}
 	if (f->exists && !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "%s: %s is not a regular file\n", prog, path);
+		fprintf(stderr, "%s: %s is not a regular file\n", prog, name);
 		return 2;
 	}
 	if (sfs.f_type != HUGETLBFS_MAGIC && sfs.f_type != TMPFS_MAGIC) {
 		fprintf(stderr, "%s: %s is not on hugetlbfs or tmpfs: "
-			"populating it would write it to disk\n", prog, path);
-		return 1;
+			"populating it would write it to disk\n", prog, name);
+		return 2;
 	}
 	if (sfs.f_type == HUGETLBFS_MAGIC)
 		f->run.page_size = sfs.f_bsize;
+	/* No size= limit: tmpfs and hugetlbfs say 0 blocks */
+	f->fsid = sfs.f_fsid;
+	f->fs_free = sfs.f_blocks ? (uint64_t)sfs.f_bavail * sfs.f_bsize :
+		     UINT64_MAX;
 	if (!f->run.size)
 		f->run.size = f->old_size;
 	f->run.size = (f->run.size + f->run.page_size - 1) &
 		      ~(f->run.page_size - 1);
 	if (!f->run.size) {
-		fprintf(stderr, "%s: %s is %s: give --size\n", prog, path,
+		fprintf(stderr, "%s: %s is %s: give --size\n", prog, name,
 			f->exists ? "empty" : "not there");
+		return 2;
+	}
+	if (given && (uint64_t)f->old_size > f->run.size) {
+		char have[32], want[32];
+
+		size_text(have, sizeof(have), f->old_size);
+		size_text(want, sizeof(want), f->run.size);
+		fprintf(stderr, "%s: %s is %s, larger than --size %s: a file "
+			"is never shrunk; without --size all of it is "
+			"populated\n", prog, name, have, want);
 		return 2;
 	}
 	return 0;
@@ -219,53 +265,125 @@ static int check_file(struct file *f)
 /* Opens (creates), grows and maps the checked file, and sets its policy */
 static int map_file(struct file *f)
 {
-	const char *path = f->run.what;
+	const char *path = f->run.what, *name = f->name;
 	int ret;
 
 	f->fd = open(path, O_RDWR | O_CLOEXEC | (f->exists ? 0 : O_CREAT |
 						  O_EXCL), 0600);
 	if (f->fd < 0) {
-		fprintf(stderr, "%s: cannot open %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot open %s: %s\n", prog, name,
 			strerror(errno));
 		return 1;
 	}
 	f->created = !f->exists;
 	if ((uint64_t)f->old_size < f->run.size) {
+		/* First: a second signal may undo it while it grows */
+		f->grown = true;
 		if (ftruncate(f->fd, f->run.size)) {
 			fprintf(stderr, "%s: cannot grow %s to %llu bytes: "
-				"%s\n", prog, path,
+				"%s\n", prog, name,
 				(unsigned long long)f->run.size,
 				strerror(errno));
 			return 1;
 		}
-		f->grown = true;
 	}
 	f->mem = mmap(NULL, f->run.size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      f->fd, 0);
 	if (f->mem == MAP_FAILED) {
 		f->mem = NULL;
-		fprintf(stderr, "%s: cannot map %s: %s\n", prog, path,
+		fprintf(stderr, "%s: cannot map %s: %s\n", prog, name,
 			strerror(errno));
 		return 1;
 	}
 	ret = apply_placement(&f->placement, f->mem, f->run.size);
 	if (ret) {
 		fprintf(stderr, "%s: cannot set the memory policy of %s: %s\n",
-			prog, path, strerror(-ret));
+			prog, name, strerror(-ret));
 		return 1;
 	}
 	return 0;
 }
 
-/* What this run did to the file, undone: created, removed; grown, shrunk */
-static void undo_file(struct file *f)
+/*
+ * What this run did to the file, undone: created, removed; grown, shrunk.
+ * What was done, for the message ("removed", "back to its size of before"),
+ * or NULL.
+ */
+static const char *undo_file(const struct file *f)
 {
 	if (f->created && !unlink(f->run.what))
-		fprintf(stderr, "%s: removed %s, which this run created\n",
-			prog, f->run.what);
-	else if (f->grown && f->fd >= 0 && !ftruncate(f->fd, f->old_size))
-		fprintf(stderr, "%s: %s has its size of before again\n", prog,
-			f->run.what);
+		return "removed";
+	if (f->grown && !truncate(f->run.what, f->old_size))
+		return "back to its size of before";
+	return NULL;
+}
+
+/* The files of this run, for a second signal to undo at once */
+static struct file_args *undo_args;
+
+static void undo_files_now(void)
+{
+	unsigned int i;
+
+	for (i = 0; undo_args && i < undo_args->n; i++)
+		undo_file(&undo_args->files[i]);
+}
+
+/* What a file does not have in memory yet */
+static uint64_t file_need(const struct file *f)
+{
+	return f->run.size > f->allocated ? f->run.size - f->allocated : 0;
+}
+
+/* No file twice, under any name: the second would undo the first */
+static int check_paths(const struct file_args *a)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < a->n; i++)
+		for (j = i + 1; j < a->n; j++)
+			if (!strcmp(a->files[i].real, a->files[j].real)) {
+				fprintf(stderr, "%s: %s and %s are the same "
+					"file, given twice\n", prog,
+					a->files[i].name, a->files[j].name);
+				return 2;
+			}
+	return 0;
+}
+
+/*
+ * What the files of each file system do not have yet must fit in what it
+ * has free (its size= limit): a fault beyond it raises SIGBUS, which
+ * MADV_POPULATE_WRITE turns into EFAULT after populating all it could
+ */
+static int check_file_systems(const struct file_args *a)
+{
+	unsigned int i, j;
+	char want[32], have[32];
+
+	for (i = 0; i < a->n; i++) {
+		const struct file *f = &a->files[i];
+		uint64_t need = 0;
+
+		for (j = 0; j < a->n; j++)
+			if (!memcmp(&a->files[j].fsid, &f->fsid,
+				    sizeof(f->fsid))) {
+				/* Counted with an earlier one? */
+				if (j < i)
+					break;
+				need += file_need(&a->files[j]);
+			}
+		if (j < a->n || need <= f->fs_free || a->all.overcommit)
+			continue;
+		size_text(want, sizeof(want), need);
+		size_text(have, sizeof(have), f->fs_free);
+		fprintf(stderr, "%s: the file system of %s has %s free (its "
+			"size= limit), its files here need %s more: "
+			"--overcommit to try anyway\n", prog, f->name, have,
+			want);
+		return 2;
+	}
+	return 0;
 }
 
 /*
@@ -277,17 +395,17 @@ static int check_files_room(struct file_args *a)
 	unsigned int i;
 	int ret;
 
-	for (i = 0; i < a->n; i++) {
+	ret = check_paths(a);
+	if (!ret)
+		ret = check_file_systems(a);
+	for (i = 0; i < a->n && !ret; i++) {
 		struct file *f = &a->files[i];
 
 		f->run.overcommit = a->all.overcommit;
 		f->run.lock = a->all.lock;
-		ret = check_room(&f->run, f->run.size > f->allocated ?
-				 f->run.size - f->allocated : 0);
-		if (ret)
-			return ret;
+		ret = check_room(&f->run, file_need(f));
 	}
-	return 0;
+	return ret;
 }
 
 /* Where each file's pages are, and the totals; 0, or the exit status */
@@ -303,7 +421,8 @@ static int count_pages(struct file_args *a)
 	for (i = 0; i < a->n; i++) {
 		struct run *run = &a->files[i].run;
 
-		if (count_present(run, a->files[i].mem)) {
+		if (count_present(run, a->files[i].mem, run->error ?
+				  run->populated : run->size)) {
 			fprintf(stderr, "%s: out of memory\n", prog);
 			return 1;
 		}
@@ -313,6 +432,7 @@ static int count_pages(struct file_args *a)
 		for (node = 0; node < run->nr_nodes && node < nr; node++)
 			a->all.node_pages[node] += run->node_pages[node];
 		a->all.present += run->present;
+		a->all.counted += run->counted;
 	}
 	return 0;
 }
@@ -339,6 +459,8 @@ static int populate_files(struct file_args *a)
 	progress_bar_start();
 	memprepop_populate_ranges(ranges, a->n, &a->opts, &a->all.res);
 	progress_bar_end();
+	/* Locked: only if every file is */
+	a->all.locked = a->all.lock;
 	for (i = 0; i < a->n; i++) {
 		struct run *run = &a->files[i].run;
 
@@ -347,10 +469,12 @@ static int populate_files(struct file_args *a)
 		run->res = a->all.res;
 		run->res.populated = run->populated = ranges[i].populated;
 		run->error = ranges[i].error;
-		if (run->error) {
+		mapping_state(run, a->files[i].mem);
+		a->all.locked &= run->locked;
+		if (run->error && !cancelled())
 			explain_failure(run, run->error);
-			status = interrupted() ? EXIT_INTERRUPTED : 1;
-		}
+		if (run->error)
+			status = 1;
 	}
 	free(ranges);
 	if (count_pages(a)) {
@@ -364,7 +488,7 @@ static int populate_files(struct file_args *a)
 
 		if (!run->error && run->present != run->size / psz) {
 			fprintf(stderr, "%s: %s: only %llu of %llu pages are "
-				"present\n", prog, run->what,
+				"present\n", prog, run->name,
 				(unsigned long long)run->present,
 				(unsigned long long)(run->size / psz));
 			status = 1;
@@ -376,36 +500,55 @@ static int populate_files(struct file_args *a)
 int cmd_file(int argc, char **argv)
 {
 	struct file_args a;
+	uint64_t size = 0;
 	unsigned int i;
 	int ret;
 
-	/* Before any file is made: Ctrl-C from here on undoes them */
-	catch_interrupt();
+	/* Before any file is made: a signal from here on undoes them */
+	undo_args = &a;
+	catch_signals(undo_files_now);
 	ret = parse_file_args(argc, argv, &a);
 	if (!ret) {
 		for (i = 0; i < a.n && !ret; i++)
 			ret = check_file(&a.files[i]);
 		if (!ret)
 			ret = check_files_room(&a);
-		for (i = 0; i < a.n && !ret; i++)
+		for (i = 0; i < a.n && !ret && !cancelled(); i++)
 			ret = map_file(&a.files[i]);
-		/* Interrupted while the files were made: undone, not filled */
-		if (!ret && interrupted())
-			ret = EXIT_INTERRUPTED;
-		if (!ret)
+		if (!ret && !cancelled())
 			ret = populate_files(&a);
 	} else if (ret == 1) {
 		ret = 0;
 	}
+	/* Cancelled, at any point: one line, with what was undone */
+	if (cancelled()) {
+		for (i = 0; i < a.n; i++)
+			size += a.files[i].run.size;
+		cancelled_line(a.all.res.populated, size);
+		ret = cancelled_status();
+	}
 	for (i = 0; i < a.n; i++) {
+		const char *undone = NULL;
+
 		if (a.files[i].mem)
 			munmap(a.files[i].mem, a.files[i].run.size);
 		if (ret)
-			undo_file(&a.files[i]);
+			undone = undo_file(&a.files[i]);
+		if (undone && cancelled())
+			fprintf(stderr, "; %s %s", a.files[i].name, undone);
+		else if (undone)
+			fprintf(stderr, "%s: %s %s (undone: this run %s it)\n",
+				prog, a.files[i].name, undone,
+				a.files[i].created ? "created" : "grew");
 		if (a.files[i].fd >= 0)
 			close(a.files[i].fd);
 		free(a.files[i].run.node_pages);
+		free(a.files[i].real);
+		free(a.files[i].name);
 	}
+	if (cancelled())
+		fprintf(stderr, "\n");
+	undo_args = NULL;
 	free(a.files);
 	free(a.all.node_pages);
 	return ret;

@@ -99,9 +99,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 		switch (c) {
 		case 's':
-			a->run.size = parse_size(optarg);
-			if (!a->run.size)
-				bad = "size";
+			bad = size_option(optarg, &a->run.size);
 			break;
 		case OPT_HUGETLB:
 			if (!strcmp(optarg, "2M")) {
@@ -172,21 +170,27 @@ static int populate_and_report(struct args *a, void *mem)
 			prog, strerror(errno));
 		return 1;
 	}
-	catch_interrupt();
+	catch_signals(NULL);
 	progress_bar_start();
 	a->run.error = memprepop_populate(mem, a->run.size, &a->opts,
 					  &a->run.res);
 	progress_bar_end();
-	a->run.thp_bytes = thp_bytes(mem);
-	if (count_present(&a->run, mem)) {
+	mapping_state(&a->run, mem);
+	if (count_present(&a->run, mem, a->run.error ? a->run.res.populated :
+			  a->run.size)) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		return 1;
 	}
 	/* What is there, also after a failure (JSON with its error) */
 	report(&a->run);
+	if (cancelled()) {
+		cancelled_line(a->run.res.populated, a->run.size);
+		fprintf(stderr, "\n");
+		return cancelled_status();
+	}
 	if (a->run.error) {
 		explain_failure(&a->run, a->run.error);
-		return interrupted() ? EXIT_INTERRUPTED : 1;
+		return 1;
 	}
 	if (a->run.present != pages) {
 		fprintf(stderr, "%s: only %llu of %llu pages are present\n",
@@ -208,7 +212,7 @@ int cmd_populate(int argc, char **argv)
 		return ret == 1 ? 0 : ret;
 	/* Whole pages of the mapping's size */
 	a.run.size = (a.run.size + a.run.page_size - 1) & ~(a.run.page_size - 1);
-	a.run.what = a.map_flags & MAP_SHARED ? "shared" :
+	a.run.name = a.run.what = a.map_flags & MAP_SHARED ? "shared" :
 		     a.map_flags & MAP_HUGETLB ? "hugetlb" : "anonymous";
 	ret = check_room(&a.run, a.run.size);
 	if (ret)

@@ -3,8 +3,6 @@
 #include <errno.h>
 #include <numa.h>
 #include <numaif.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,48 +23,6 @@ static double now(void)
 
 static double bar_start;
 static bool bar_drawn;
-static volatile sig_atomic_t got_sigint;
-
-/* Takes every SIGINT of the process, which no other thread receives */
-static void *sigint_thread(void *arg)
-{
-	sigset_t *set = arg;
-	int sig;
-
-	for (;;)
-		if (!sigwait(set, &sig))
-			got_sigint = 1;
-	return NULL;
-}
-
-/*
- * Ctrl-C cancels the call (progress_bar() says so), which then reports. A
- * handler would not do: the calling thread sleeps in the module's ioctl,
- * where only a fatal signal wakes it, so a handler would run only once the
- * call is over. SIGINT is blocked here, in every thread made from now on
- * (the library's too), and taken by a thread of its own.
- */
-void catch_interrupt(void)
-{
-	static sigset_t set;
-	pthread_t tid;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if (pthread_create(&tid, NULL, sigint_thread, &set)) {
-		/* Without it, Ctrl-C ends the tool as it would have */
-		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-		return;
-	}
-	pthread_detach(tid);
-}
-
-bool interrupted(void)
-{
-	return got_sigint;
-}
-
 void progress_bar_start(void)
 {
 	bar_start = now();
@@ -75,7 +31,7 @@ void progress_bar_start(void)
 
 /*
  * On a terminal, for runs over a second: percentage, rate and ETA. Cancels
- * the call after Ctrl-C.
+ * the call after SIGINT, SIGTERM or SIGHUP (cancel.c).
  */
 int progress_bar(uint64_t done, uint64_t total, void *arg)
 {
@@ -83,7 +39,7 @@ int progress_bar(uint64_t done, uint64_t total, void *arg)
 	double elapsed = now() - bar_start, rate;
 	int width = 30, fill;
 
-	if (got_sigint)
+	if (cancelled())
 		return 1;
 	if (!run->progress || elapsed < 1.0 || !total || done >= total)
 		return 0;
@@ -120,19 +76,53 @@ static const char *policy_name(int mode)
 
 void size_text(char *buf, size_t n, uint64_t bytes)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	static const char *const units[] = {
+		"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB",
+	};
 	double v = bytes;
 	int u = 0;
 
-	while (v >= 1024 && u < 4) {
+	while (v >= 1024 && u < 6) {
 		v /= 1024;
 		u++;
 	}
 	snprintf(buf, n, "%.2f %s", v, units[u]);
 }
 
+/* "16384 pages (64.00 MiB)": base pages, and their size */
+static void pages_text(char *buf, size_t n, uint64_t pages)
+{
+	char size[32];
+
+	size_text(size, sizeof(size), pages * sysconf(_SC_PAGESIZE));
+	snprintf(buf, n, "%llu pages (%s)", (unsigned long long)pages, size);
+}
+
+/*
+ * @s as a terminal may show it: control characters and backslashes as C
+ * escapes ("\\033"), so that a file name cannot move the cursor or change
+ * colours; a new string, NULL without memory
+ */
+char *printable(const char *s)
+{
+	char *out = malloc(4 * strlen(s) + 1), *o = out;
+
+	for (; out && *s; s++) {
+		unsigned char c = *s;
+
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			o += c == '\\' ? sprintf(o, "\\\\") :
+				sprintf(o, "\\%03o", c);
+		else
+			*o++ = c;
+	}
+	if (out)
+		*o = 0;
+	return out;
+}
+
 /* @s as a JSON string */
-static void json_string(const char *s)
+void json_string(const char *s)
 {
 	putchar('"');
 	for (; *s; s++) {
@@ -197,7 +187,7 @@ static void report_json(const struct run *run, double secs)
 	       "\"present_pages\": %llu, \"nodes\": ",
 	       (unsigned long long)run->size, run->what, run->page_size,
 	       policy_name(pl->mode), pl->text ? pl->list : "",
-	       run->lock ? "true" : "false", secs, gbps(run, secs),
+	       run->locked ? "true" : "false", secs, gbps(run, secs),
 	       memprepop_backend_name(run->res.backend), run->res.workers,
 	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)),
 	       (unsigned long long)run->present);
@@ -215,18 +205,21 @@ static void report_call(const struct run *run)
 	double secs = run->res.nsecs / 1e9;
 	char buf[32];
 
-	printf("locked    %s\n", run->lock ? "yes" : "no");
+	printf("locked    %s\n", run->locked ? "yes" :
+	       run->lock ? "no (asked for: see the error)" : "no");
 	printf("seconds   %.3f\n", secs);
 	if (run->res.populated != run->size) {
 		size_text(buf, sizeof(buf), run->res.populated);
 		printf("populated %s\n", buf);
 	}
-	printf("GB/s      %.2f\n", gbps(run, secs));
+	printf("GB/s      %.2f (GB: 10^9 bytes; KiB, MiB, GiB: 2^10, 2^20, "
+	       "2^30)\n", gbps(run, secs));
 	printf("backend   %s\n", memprepop_backend_name(run->res.backend));
 	printf("workers   %u\n", run->res.workers);
-	printf("verified  %llu of %llu pages present\n",
+	printf("verified  %llu of %llu pages present%s\n",
 	       (unsigned long long)run->present,
-	       (unsigned long long)(run->size / sysconf(_SC_PAGESIZE)));
+	       (unsigned long long)(run->counted / sysconf(_SC_PAGESIZE)),
+	       run->counted < run->size ? " (in the part populated)" : "");
 }
 
 void report(const struct run *run)
@@ -235,7 +228,7 @@ void report(const struct run *run)
 	double secs = run->res.nsecs / 1e9;
 	int highest = highest_node();
 	unsigned int node;
-	char buf[32];
+	char buf[64];
 
 	if (run->json) {
 		report_json(run, secs);
@@ -254,9 +247,10 @@ void report(const struct run *run)
 	printf("policy    %s%s\n", policy_name(pl->mode), placement_text(pl));
 	report_call(run);
 	for (node = 0; node < run->nr_nodes; node++)
-		if (run->node_pages[node] || (int)node <= highest)
-			printf("node %-4u %llu pages\n", node,
-			       (unsigned long long)run->node_pages[node]);
+		if (run->node_pages[node] || (int)node <= highest) {
+			pages_text(buf, sizeof(buf), run->node_pages[node]);
+			printf("node %-4u %s\n", node, buf);
+		}
 }
 
 static void report_files_json(const struct run *const *files, unsigned int n,
@@ -269,7 +263,7 @@ static void report_files_json(const struct run *const *files, unsigned int n,
 	       "\"seconds\": %.6f, \"gbps\": %.3f, \"backend\": \"%s\", "
 	       "\"workers\": %u, \"pages\": %llu, \"present_pages\": %llu, "
 	       "\"nodes\": ", (unsigned long long)all->size, n,
-	       all->lock ? "true" : "false", secs, gbps(all, secs),
+	       all->locked ? "true" : "false", secs, gbps(all, secs),
 	       memprepop_backend_name(all->res.backend), all->res.workers,
 	       (unsigned long long)(all->size / psz),
 	       (unsigned long long)all->present);
@@ -307,7 +301,7 @@ void report_files(const struct run *const *files, unsigned int n,
 	long psz = sysconf(_SC_PAGESIZE);
 	int highest = highest_node();
 	unsigned int i, node;
-	char buf[32];
+	char buf[64];
 
 	if (all->json) {
 		report_files_json(files, n, all, secs);
@@ -322,16 +316,19 @@ void report_files(const struct run *const *files, unsigned int n,
 		const struct placement *pl = run->placement;
 
 		size_text(buf, sizeof(buf), run->size);
-		printf("file      %s: %s, %s%s, %llu of %llu pages present",
-		       run->what, buf, policy_name(pl->mode),
+		printf("file      %s: %s, %s%s, %llu of %llu pages present%s",
+		       run->name, buf, policy_name(pl->mode),
 		       placement_text(pl),
 		       (unsigned long long)run->present,
-		       (unsigned long long)(run->size / psz));
+		       (unsigned long long)(run->counted / psz),
+		       run->counted < run->size ? " (in the part populated)" :
+		       "");
 		for (node = 0; node < run->nr_nodes; node++)
-			if (run->node_pages[node] || (int)node <= highest)
-				printf(", node %u: %llu", node,
-				       (unsigned long long)
-				       run->node_pages[node]);
+			if (run->node_pages[node] || (int)node <= highest) {
+				pages_text(buf, sizeof(buf),
+					   run->node_pages[node]);
+				printf(", node %u: %s", node, buf);
+			}
 		if (run->error)
 			printf(", %s", strerror(-run->error));
 		printf("\n");
@@ -360,20 +357,26 @@ int highest_node(void)
 	return numa_available() >= 0 ? numa_max_node() : 0;
 }
 
-/* "node 0: 120 of 512 free, node 1: ..." for hugetlb pages of @page_size */
-void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
+/* Hugetlb pages of @page_size on @node: false where it has no pool */
+bool hugetlb_pool(int node, size_t page_size, long *free_pages, long *nr)
 {
 	static const char fmt[] =
 		"/sys/devices/system/node/node%d/hugepages/hugepages-%zukB/%s";
+
+	*nr = read_long(fmt, node, page_size >> 10, "nr_hugepages");
+	*free_pages = read_long(fmt, node, page_size >> 10, "free_hugepages");
+	return *nr >= 0;
+}
+
+/* "node 0: 120 of 512 free, node 1: ..." for hugetlb pages of @page_size */
+void hugetlb_pools(FILE *f, size_t page_size, const char *sep)
+{
 	int highest = highest_node(), node;
 	const char *s = "";
+	long nr, free_pages;
 
 	for (node = 0; node <= highest; node++) {
-		long nr = read_long(fmt, node, page_size >> 10, "nr_hugepages");
-		long free_pages = read_long(fmt, node, page_size >> 10,
-					    "free_hugepages");
-
-		if (nr < 0)
+		if (!hugetlb_pool(node, page_size, &free_pages, &nr))
 			continue;
 		fprintf(f, "%snode %d: %ld of %ld free", s, node, free_pages,
 			nr);
@@ -389,7 +392,7 @@ void explain_failure(const struct run *run, int err)
 	char buf[32];
 
 	if (run->file) {
-		fprintf(stderr, "%s: cannot populate %s: %s (", prog, run->what,
+		fprintf(stderr, "%s: cannot populate %s: %s (", prog, run->name,
 			strerror(-err));
 	} else {
 		size_text(buf, sizeof(buf), run->size);
@@ -398,8 +401,12 @@ void explain_failure(const struct run *run, int err)
 	}
 	if (err == -EFAULT && run->page_size > (size_t)sysconf(_SC_PAGESIZE)) {
 		size_text(buf, sizeof(buf), run->page_size);
-		fprintf(stderr, "hugetlb %s pool exhausted: ", buf);
+		fprintf(stderr, "hugetlb %s pool exhausted, an access beyond "
+			"would raise SIGBUS: ", buf);
 		hugetlb_pools(stderr, run->page_size, ", ");
+	} else if (err == -EFAULT && run->file) {
+		fprintf(stderr, "its file system is full, an access beyond "
+			"would raise SIGBUS");
 	} else if (run->lock && (err == -ENOMEM || err == -EAGAIN ||
 				 err == -EPERM)) {
 		struct rlimit rl;
@@ -421,8 +428,6 @@ void explain_failure(const struct run *run, int err)
 			"5.14): load the module", MEMPREPOP_DEVICE);
 	} else if (err == -EINVAL) {
 		fprintf(stderr, "a mapping in the range cannot be written");
-	} else if (err == -ECANCELED && got_sigint) {
-		fprintf(stderr, "interrupted");
 	} else {
 		fprintf(stderr, "backend %s",
 			memprepop_backend_name(run->res.backend));
@@ -431,21 +436,30 @@ void explain_failure(const struct run *run, int err)
 	fprintf(stderr, "; %s of the range populated)\n", buf);
 }
 
-/*
- * How much of the mapping at @addr is in transparent huge pages, from
- * /proc/self/smaps (AnonHugePages, or ShmemPmdMapped for shmem); 0 when
- * it cannot be read
+/**
+ * mapping_state() - what the kernel says of @run's mapping at @addr
+ * @run: its thp_bytes and locked are set: how much of it is in transparent
+ *	huge pages (AnonHugePages, or ShmemPmdMapped for shmem) and whether
+ *	it is locked, as /proc/self/smaps has them (nothing when it cannot
+ *	be read)
+ * @addr: the mapping
+ *
+ * Locked is the outcome, not the request: mlock2() refused leaves the
+ * mapping without VM_LOCKED ("lo"). mlock(2) leaves hugetlb mappings alone
+ * (their pages never swap): those count as locked when it was asked for
+ * and the call did not fail with the lock's errno before populating.
  */
-uint64_t thp_bytes(const void *addr)
+void mapping_state(struct run *run, const void *addr)
 {
 	unsigned long start = (unsigned long)addr, from, to, v;
-	uint64_t kb = 0;
-	bool in = false;
-	char line[256];
+	bool in = false, refused;
+	char line[512];
 	FILE *f = fopen("/proc/self/smaps", "r");
 
+	run->thp_bytes = 0;
+	run->locked = false;
 	if (!f)
-		return 0;
+		return;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%lx-%lx ", &from, &to) == 2 &&
 		    strchr(line, '-') < strchr(line, ' ')) {
@@ -456,10 +470,17 @@ uint64_t thp_bytes(const void *addr)
 		}
 		if (in && (sscanf(line, "AnonHugePages: %lu kB", &v) == 1 ||
 			   sscanf(line, "ShmemPmdMapped: %lu kB", &v) == 1))
-			kb += v;
+			run->thp_bytes += (uint64_t)v << 10;
+		if (in && !strncmp(line, "VmFlags:", 8))
+			run->locked = strstr(line, " lo ") ||
+				      strstr(line, " lo\n");
 	}
 	fclose(f);
-	return kb << 10;
+	refused = !run->res.populated && (run->error == -ENOMEM ||
+		  run->error == -EPERM || run->error == -EAGAIN);
+	if (run->lock && run->page_size > (size_t)sysconf(_SC_PAGESIZE))
+		run->locked = !refused;
+	run->locked &= run->lock;
 }
 
 /* Pages of [@addr, @addr + @len) in memory, by mincore(2); -errno */
@@ -486,9 +507,12 @@ static int64_t resident_pages(const void *addr, size_t len)
 
 /**
  * count_present() - where the pages of @run's mapping at @addr are
- * @run: its size; its node_pages (allocated here, every possible node),
- *	nr_nodes and present are set
+ * @run: its node_pages (allocated here, every possible node), nr_nodes,
+ *	present and counted are set
  * @addr: the mapping
+ * @len: the bytes of it to count: all of it after a call that succeeded,
+ *	what the call populated after one that failed or was cancelled, so
+ *	that counting never costs more than populating did
  *
  * By memprepop_node_pages(3); where the NUMA system calls are refused (a
  * container's seccomp profile, say), by mincore(2) alone, with one line
@@ -496,7 +520,7 @@ static int64_t resident_pages(const void *addr, size_t len)
  *
  * Return: 0, or -ENOMEM.
  */
-int count_present(struct run *run, const void *addr)
+int count_present(struct run *run, const void *addr, uint64_t len)
 {
 	unsigned int node;
 	int64_t nr;
@@ -507,7 +531,8 @@ int count_present(struct run *run, const void *addr)
 	run->node_pages = calloc(run->nr_nodes, sizeof(uint64_t));
 	if (!run->node_pages)
 		return -ENOMEM;
-	ret = memprepop_node_pages((void *)addr, run->size, run->node_pages,
+	run->counted = len;
+	ret = memprepop_node_pages((void *)addr, len, run->node_pages,
 				   run->nr_nodes);
 	if (!ret) {
 		for (node = 0; node < run->nr_nodes; node++)
@@ -516,10 +541,10 @@ int count_present(struct run *run, const void *addr)
 	}
 	if (ret == -ENOMEM)
 		return ret;
-	nr = resident_pages(addr, run->size);
+	nr = resident_pages(addr, len);
 	fprintf(stderr, "%s: %s%spage placement cannot be read here (%s): "
 		"pages counted by mincore(2), not per node\n", prog,
-		run->file ? run->what : "", run->file ? ": " : "",
+		run->file ? run->name : "", run->file ? ": " : "",
 		strerror(-ret));
 	run->nr_nodes = 0;
 	run->present = nr > 0 ? nr : 0;

@@ -153,7 +153,7 @@ int check_room(const struct run *run, uint64_t need)
 	size_text(have, sizeof(have), room);
 	fprintf(stderr, "%s: %s%s%s is more than the %s that %s%s could give "
 		"(%s): --overcommit to try anyway\n", prog,
-		run->file ? run->what : "", run->file ? ": " : "", want, have,
+		run->file ? run->name : "", run->file ? ": " : "", want, have,
 		!strcmp(nodes, "all") ? "the allowed nodes" :
 		strpbrk(nodes, ",-") ? "nodes " : "node ",
 		strcmp(nodes, "all") ? nodes : "",

@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# memprepop(1) cancelled: SIGINT, SIGTERM and SIGHUP (Ctrl-C, systemd or
+# timeout(1), a closed terminal) each cancel the call, undo what the
+# command created or grew, say so in one line and exit 128 + the signal;
+# a second signal ends it at once; nothing after a cancel costs more than
+# what was populated. KTAP on stdout. Uses the memprepop next to it (build
+# tree) or on PATH (test VM).
+here=$(cd "$(dirname "$0")" && pwd)
+tool=$here/../bin/memprepop
+[ -x "$tool" ] || tool=memprepop
+shm=${TMPDIR_SHM:-/dev/shm}
+out=/tmp/cancel_test.out err=/tmp/cancel_test.err
+. "$(dirname "$0")/ktap_helpers.sh"
+
+echo "TAP version 13"
+echo "1..4"
+
+# wait_for PID SECONDS: its exit status, or 137 after killing it when it
+# has not ended in time
+wait_for() {
+	for i in $(seq $(($2 * 10))); do
+		kill -0 "$1" 2> /dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$1" 2> /dev/null && kill -KILL "$1"
+	wait "$1"
+}
+
+# Big enough to take over 0.1 s at 10 GB/s, small enough for a guest
+avail=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+kib=$((avail / 4 < 4194304 ? avail / 4 : 4194304))
+a=$shm/cancel_test_a.$$ b=$shm/cancel_test_b.$$
+
+# A file this run creates and one it grows, the signal sent once the first
+# has pages: the first removed, the second its size of before, one line
+for sig in INT:2 TERM:15 HUP:1; do
+	want=$((128 + ${sig#*:})) sig=${sig%:*}
+	rm -f "$a"
+	head -c 1048576 /dev/zero > "$b"
+	"$tool" file --threads 1 "$a" --size ${kib}K "$b" --size ${kib}K \
+		> $out 2> $err &
+	pid=$!
+	# Once it populates (the file has pages): a slow guest starts it late
+	for i in $(seq 500); do
+		[ -e "$a" ] && [ "$(stat -c %b "$a")" -gt 0 ] && break
+		sleep 0.02
+	done
+	kill -$sig $pid
+	wait_for $pid 10
+	status=$?
+	echo "# SIG$sig: exit $status, stderr: $(head -c 300 $err)"
+	[ $status = $want ] && [ "$(wc -l < $err)" = 1 ] &&
+		grep -q "^memprepop: SIG$sig: cancelled" $err &&
+		grep -q "Operation canceled" $out && [ ! -e "$a" ] &&
+		[ "$(stat -c %s "$b")" = 1048576 ]
+	ok $? "file: SIG$sig cancels, exit $want, one line, created removed, grown shrunk"
+done
+rm -f "$a" "$b"
+
+# 4 TiB asked, a little populated (past the plan's own 8 MiB), then Ctrl-C
+# twice: what was populated is counted, not the 4 TiB (move_pages(2) over
+# all of it takes minutes). Killed after 5 s: a tool that went on
+# populating would take the machine's memory (one thread: ~8 GB then)
+"$tool" populate --size 4T --overcommit --threads 1 > $out 2> $err &
+pid=$!
+for i in $(seq 500); do
+	rss=$(awk '/^VmRSS:/ { print $2 }' /proc/$pid/status 2> /dev/null)
+	[ "${rss:-0}" -gt 262144 ] && break
+	sleep 0.02
+done
+kill -INT $pid
+sleep 0.2
+kill -INT $pid 2> /dev/null
+wait_for $pid 5
+status=$?
+echo "# exit $status, stderr: $(head -c 300 $err)"
+[ $status = 130 ] && grep -q "^memprepop: SIGINT" $err
+ok $? "populate --size 4T: Ctrl-C ends it within 5 s, exit 130"
+ktap_finish

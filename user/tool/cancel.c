@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memprepop(1): SIGINT, SIGTERM and SIGHUP (Ctrl-C; systemd, timeout(1) or
+ * kill; a closed terminal) cancel the command: the call stops
+ * (progress_bar() says so), what the command made is undone, one line
+ * says so and the exit status is 128 + the signal, as a shell reports a
+ * command the signal ended. A second signal ends it at once, after the
+ * undo hook only.
+ *
+ * A handler would not do: the calling thread sleeps in the module's ioctl,
+ * where only a fatal signal wakes it, so a handler would run only once the
+ * call is over. The signals are blocked here, in every thread made from
+ * now on (the library's too), and taken by a thread of their own.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tool.h"
+
+static volatile sig_atomic_t first_signal;
+static void (*undo_now)(void);
+
+static void *signal_thread(void *arg)
+{
+	const sigset_t *set = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(set, &sig))
+			continue;
+		if (!first_signal) {
+			first_signal = sig;
+			continue;
+		}
+		if (undo_now)
+			undo_now();
+		fprintf(stderr, "%s: SIG%s again: stopped at once\n", prog,
+			sigabbrev_np(sig));
+		_exit(128 + first_signal);
+	}
+	return NULL;
+}
+
+/**
+ * catch_signals() - from now on, SIGINT, SIGTERM and SIGHUP cancel
+ * @undo: what a second signal does before the process ends, or NULL: it
+ *	must be safe while the command's own thread goes on (unlink(2),
+ *	truncate(2) of what the command made)
+ */
+void catch_signals(void (*undo)(void))
+{
+	static sigset_t set;
+	pthread_t tid;
+
+	undo_now = undo;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (pthread_create(&tid, NULL, signal_thread, &set)) {
+		/* Without it, a signal ends the tool as it would have */
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		return;
+	}
+	pthread_detach(tid);
+}
+
+/* The signal that cancelled the command, or 0 */
+int cancelled(void)
+{
+	return first_signal;
+}
+
+/* Its exit status: 128 + the signal */
+int cancelled_status(void)
+{
+	return 128 + first_signal;
+}
+
+/*
+ * The start of the one line a cancel prints, "memprepop: SIGTERM:
+ * cancelled, 1.50 GiB of 6.00 GiB populated"; the caller ends it
+ */
+void cancelled_line(uint64_t populated, uint64_t size)
+{
+	char done[32], all[32];
+
+	size_text(done, sizeof(done), populated);
+	size_text(all, sizeof(all), size);
+	fprintf(stderr, "%s: SIG%s: cancelled, %s of %s populated", prog,
+		sigabbrev_np(first_signal), done, all);
+}
