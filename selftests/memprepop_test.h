@@ -471,6 +471,17 @@ static inline bool workers_are_threads(void)
 	return !strncmp(buf, "vhost_task", 10);
 }
 
+/*
+ * Do workers stay, idle, between a process's calls? Threads of the caller
+ * do; kernel threads, which would count against nothing idle, do not.
+ */
+static inline bool workers_stay(void)
+{
+	return workers_are_threads();
+}
+
+#define NOT_KEPT	"kernel threads do not stay between calls (design.rst)"
+
 static inline long workers_started(void)
 {
 	return read_long("/sys/class/misc/memprepop/stats/workers_started");

@@ -45,6 +45,8 @@ TEST_F_TIMEOUT(pool, kept_between_calls, SLOW)
 	long started, reused;
 	int fd, idle;
 	char *p = map_anon(len);
+	if (!workers_stay())
+		SKIP(return, NOT_KEPT);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(workers_gone(30));
@@ -94,6 +96,8 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 {
 	int status;
 	pid_t pid;
+	if (!workers_stay())
+		SKIP(return, NOT_KEPT);
 
 	ASSERT_TRUE(workers_gone(30));
 	pid = fork();
@@ -172,6 +176,8 @@ TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 	int sv[2], status, fd, kept;
 	char *p = map_anon(len);
 	pid_t pid;
+	if (!workers_stay())
+		SKIP(return, NOT_KEPT);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(workers_gone(30));
@@ -289,6 +295,8 @@ TEST_F_TIMEOUT(pool, idle_keepers_take_nothing_from_another, SLOW)
 	long started;
 	char *p;
 	int fd;
+	if (!workers_stay())
+		SKIP(return, NOT_KEPT);
 
 	if (ncpu < 2)
 		SKIP(return, "needs 2 CPUs");
@@ -339,6 +347,39 @@ TEST_F_TIMEOUT(pool, idle_keepers_take_nothing_from_another, SLOW)
 		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	}
 	EXPECT_TRUE(workers_gone(10));
+	munmap(p, len);
+}
+
+/*
+ * Kernel threads do not stay: once a call returns, none of its workers is
+ * left, and the next call creates its own.
+ */
+TEST_F_TIMEOUT(pool, kernel_threads_do_not_stay, SLOW)
+{
+	size_t len = 64 * MiB;
+	struct memprepop_populate req;
+	char *p = map_anon(len);
+	long started;
+	int fd;
+
+	if (workers_stay())
+		SKIP(return, "workers that are the caller's threads stay");
+	ASSERT_NE(NULL, p);
+	ASSERT_TRUE(workers_gone(30));
+	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	for (int i = 0; i < 2; i++) {
+		started = workers_started();
+		ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
+		TH_LOG("call %d: %u workers, %ld created, %d alive after it",
+		       i, req.workers, workers_started() - started,
+		       scan_workers(NULL, 0));
+		EXPECT_LE(1, req.workers);
+		EXPECT_EQ(req.workers, workers_started() - started);
+		EXPECT_EQ(0, scan_workers(NULL, 0));
+		madvise(p, len, MADV_DONTNEED);
+	}
+	close(fd);
 	munmap(p, len);
 }
 
