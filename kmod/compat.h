@@ -89,19 +89,4 @@ static inline void mpp_eventfd_signal(struct eventfd_ctx *ctx)
 #endif
 }
 
-/* 6.4 marked user worker threads (io_uring's, vhost's) PF_USER_WORKER */
-#ifdef PF_USER_WORKER
-#define MPP_PF_WORKER	PF_USER_WORKER
-#else
-#define MPP_PF_WORKER	0
-#endif
-
-/*
- * for_each_thread() names tasklist_lock, which is not exported, in its
- * lockdep condition when CONFIG_PROVE_RCU_LIST is set (6.12's debug
- * kernel): a module walks the thread list under RCU alone.
- */
-#define mpp_for_each_thread(p, t) \
-	list_for_each_entry_rcu(t, &(p)->signal->thread_head, thread_node)
-
 #endif /* _MEMPREPOP_COMPAT_H */

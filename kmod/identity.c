@@ -35,7 +35,6 @@
 #include <linux/sched/mm.h>
 #include <linux/sched/task.h>
 
-#include "compat.h"
 #include "internal.h"
 
 #ifdef CONFIG_X86_INTEL_MEMORY_PROTECTION_KEYS
@@ -207,29 +206,6 @@ int mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
 	return 0;
 }
 
-/*
- * The thread whose credentials and cgroups the workers follow: the one that
- * called, or, once it has exited, another thread of its process that is
- * not a worker; NULL when none is left. Referenced.
- */
-static struct task_struct *mpp_identity_source(struct mpp_identity *id)
-{
-	struct task_struct *t, *found = NULL;
-
-	if (!(READ_ONCE(id->task->flags) & PF_EXITING))
-		return get_task_struct(id->task);
-	rcu_read_lock();
-	mpp_for_each_thread(id->task, t) {
-		if (!(READ_ONCE(t->flags) &
-		      (PF_EXITING | PF_KTHREAD | MPP_PF_WORKER))) {
-			found = get_task_struct(t);
-			break;
-		}
-	}
-	rcu_read_unlock();
-	return found;
-}
-
 /**
  * mpp_identity_follow() - a worker takes on what its caller changed since
  * @id: the caller's identity
@@ -240,24 +216,21 @@ static struct task_struct *mpp_identity_source(struct mpp_identity *id)
  * of the thread that called as they are now, as that thread's own next
  * fault would have them: a VMM that drops privileges, or that an
  * administrator moves to another cgroup, while a background request runs
- * has the rest of it faulted as it is now. When that thread has exited,
- * another thread of its process that is not a worker is followed.
+ * has the rest of it faulted as it is now. Once that thread has exited,
+ * what it had last stays: no other thread is looked for.
  *
- * Return: 0, -ESRCH when no thread of the process is left to follow, or
- * the errno of joining the caller's new cgroups (-EAGAIN at their pids
- * limit): then the worker stops working for the call, which the caller or
- * the other workers finish.
+ * Return: 0, or the errno of joining the caller's new cgroups (-EAGAIN at
+ * their pids limit): then the worker stops working for the call, which the
+ * caller or the other workers finish.
  */
 int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 			struct mpp_identity_saved *saved)
 {
-	struct task_struct *source = mpp_identity_source(id);
 	const struct cred *cred;
-	int ret = 0;
 
-	if (!source)
-		return -ESRCH;
-	cred = get_task_cred(source);
+	if (READ_ONCE(id->task->flags) & PF_EXITING)
+		return 0;
+	cred = get_task_cred(id->task);
 	if (cred != current_cred()) {
 		revert_creds(saved->cred);
 		saved->cred = override_creds(cred);
@@ -266,10 +239,7 @@ int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
 	}
 	if (cred)
 		put_cred(cred);
-	if (mpp_kind.follow)
-		ret = mpp_kind.follow(id, mm, saved);
-	put_task_struct(source);
-	return ret;
+	return mpp_kind.follow ? mpp_kind.follow(id, mm, saved) : 0;
 }
 
 /**

@@ -148,19 +148,12 @@ static void mpp_kthread_kill(struct mpp_task *kt)
 }
 
 /*
- * Whatever SIGKILL mpp_kill() sent it for its last work. A kernel thread's
- * SIGKILL has no queue entry, only its bit; anything else pending stays so
- * (recalc_sigpending()). Its own sighand is stable: it never execs.
+ * Whatever SIGKILL mpp_kill() sent it for its last work: the only signal a
+ * kernel thread that allowed SIGKILL alone can have pending
  */
 static void mpp_kthread_work_done(void)
 {
-	struct sighand_struct *sighand =
-		rcu_dereference_protected(current->sighand, true);
-
-	spin_lock_irq(&sighand->siglock);
-	sigdelset(&current->pending.signal, SIGKILL);
-	recalc_sigpending();
-	spin_unlock_irq(&sighand->siglock);
+	flush_signals(current);
 }
 
 /* Already in all of the caller's cgroups (both in the root ones, say)? */
