@@ -132,12 +132,26 @@ void mpp_identity_destroy(struct mpp_identity *id)
  *	which is the caller's process's already)
  *
  * In the caller's context, what its kind needs (a kernel thread: the
- * caller's cgroups, where the pids controller has room).
+ * caller's scheduling attributes, and its cgroups where the pids
+ * controller has room).
  *
- * Return: 0, -EAGAIN at a pids limit, or another errno of the attach.
+ * Return: 0, -EAGAIN at a pids limit, or another errno of the attach or
+ * of setting the scheduling attributes.
  */
 int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task)
 {
+	int ret;
+
+	/*
+	 * A kernel thread takes the caller's scheduling attributes before it
+	 * runs for it; a user worker thread sets them on itself as it begins
+	 * (mpp_identity_enter())
+	 */
+	if (task) {
+		ret = sched_setattr_nocheck(task, &id->sched);
+		if (ret)
+			return ret;
+	}
 	return mpp_kind.adopt ? mpp_kind.adopt(id, task) : 0;
 }
 

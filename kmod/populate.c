@@ -151,11 +151,21 @@ static void mpp_cancelled_wait_on(struct mpp_request *req,
 /*
  * The caller has a signal to take that is not fatal: a stop, a ptrace
  * trap, a freezer, a handler. Its workers take theirs between chunks; it
- * leaves its wait to take its own, and the call starts again afterwards.
+ * leaves its wait to take its own, and the call starts again afterwards,
+ * once the call has run MPP_SYNC_MS: so that a caller signalled more
+ * often than that (a profiling timer, say) still gets its call done, each
+ * start making that much progress.
  */
-static bool mpp_caller_interrupted(void)
+/* Its workers are done, or handed it a chunk */
+static bool mpp_caller_wanted(struct mpp_request *req)
 {
-	return signal_pending(current) && !fatal_signal_pending(current);
+	return mpp_crew_done(req) || mpp_plan_has_handoff(&req->plan);
+}
+
+static bool mpp_caller_interrupted(const struct mpp_request *req)
+{
+	return signal_pending(current) && !fatal_signal_pending(current) &&
+	       ktime_get_ns() - req->t0 >= MPP_SYNC_MS * NSEC_PER_MSEC;
 }
 
 /*
@@ -194,7 +204,7 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			mpp_chunk_finish(req, &chunk, reached, ret);
 			if (fatal_signal_pending(current))
 				return -EINTR;
-			if (mpp_caller_interrupted())
+			if (mpp_caller_interrupted(req))
 				return -ERESTARTNOINTR;
 			continue;
 		}
@@ -206,13 +216,17 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			return -EAGAIN;
 		if (READ_ONCE(req->killed))
 			mpp_cancelled_wait_on(req, &deadline);
-		ret = wait_event_interruptible_timeout(req->crew.wq,
-						       mpp_crew_done(req) ||
-						       mpp_plan_has_handoff(plan),
-						       tick);
+		/* A signal the call is too young to leave for: not a spin */
+		if (signal_pending(current))
+			wait_event_killable_timeout(req->crew.wq,
+						    mpp_caller_wanted(req), tick);
+		else
+			wait_event_interruptible_timeout(req->crew.wq,
+							 mpp_caller_wanted(req),
+							 tick);
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		if (ret < 0)
+		if (mpp_caller_interrupted(req))
 			return -ERESTARTNOINTR;
 		mpp_control_sync(req, true);
 	}

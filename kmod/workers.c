@@ -177,18 +177,21 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 }
 
 /*
- * A worker's work, in its thread: first its CPUs and the caller's
- * identity; without them (a cpuset changed meanwhile, no memory) the
- * worker takes no chunk.
+ * A worker's work, in its thread: first the caller's identity, its
+ * scheduling attributes before anything else, then its CPUs; without them
+ * (no memory, a cpuset changed meanwhile) the worker takes no chunk.
  */
 static void mpp_worker_begin(void *data)
 {
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
 
-	w->entered = !set_cpus_allowed_ptr(current, w->cpus) &&
-		     !mpp_identity_enter(&req->id, req->mm, &req->place,
+	w->entered = !mpp_identity_enter(&req->id, req->mm, &req->place,
 					 &w->saved);
+	if (w->entered && set_cpus_allowed_ptr(current, w->cpus)) {
+		mpp_identity_leave(req->mm, &w->saved);
+		w->entered = false;
+	}
 }
 
 /*
