@@ -409,7 +409,12 @@ TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
  * kept open and its workers kept (just before its first call or after it,
  * or up to 100 ms later: in the start of a later call's kept workers),
  * while a thread of the test hogs a CPU: every child is reaped within
- * 2 s of the kill, and no worker is left once they are all gone. For
+ * 2 s of the kill, and no worker is left once they are all gone. With
+ * kernel-thread workers (6.1) within 5 s: the dying process's close of
+ * its file waits for its kernel threads to end their part of the call,
+ * which moves each back to the root cgroups (a cgroup migration, 2.1 s
+ * once here beside the hog under TCG); its own threads it does not wait
+ * for beyond their exit, as for any process. For
  * MEMPREPOP_STRESS_SECS (5 s in make check, 120 s in make check-debug; 15
  * s by default). A use-after-free of a request, a pool or the file in the
  * race is KASAN's to report, in the debug kernel.
@@ -459,6 +464,7 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 	int rounds = 0, late = 0, bad = 0;
 	struct hog hog = { 0 };
 	double most = 0, secs = stress_secs(15), t0;
+	double limit = workers_are_threads() ? 2 : 5;
 
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, pthread_create(&hog.tid, NULL, hog_spin, &hog));
@@ -487,10 +493,10 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 		 */
 		usleep(rand_r(&seed) % (rounds & 2 ? 100001 : 2001));
 		kill(pid, SIGKILL);
-		took = wait_pid(pid, 2, &status, 0);
+		took = wait_pid(pid, limit, &status, 0);
 		if (took < 0) {
 			late++;
-			log_tasks(_metadata, "2 s after SIGKILL", pid);
+			log_tasks(_metadata, "the limit after SIGKILL", pid);
 			took = wait_pid(pid, 60, &status, 0);
 			TH_LOG("round %d: reaped %.1f s later (-1: not in 60 s)",
 			       rounds, took);
