@@ -401,6 +401,7 @@ struct mpp_request {
 int mpp_uapi_info_put(void __user *uarg, size_t usize);
 int mpp_uapi_call_get(struct mpp_call *call, void __user *uarg, size_t usize);
 void mpp_uapi_call_release(struct mpp_call *call);
+bool mpp_uapi_call_same(const struct mpp_call *a, const struct mpp_call *b);
 int mpp_uapi_populate_put(const struct mpp_call *call,
 			  const struct mpp_request *req, int ret);
 int mpp_uapi_wait_get(void __user *uarg, size_t usize,
@@ -418,6 +419,7 @@ struct mpp_request *mpp_populate_start(struct mpp_call *call,
 				       struct wait_queue_head *poll_wq,
 				       struct mpp_pools *pools);
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
+bool mpp_populate_leave(struct mpp_request *req);
 bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);
 

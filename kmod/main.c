@@ -26,21 +26,43 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 
 /**
  * struct mpp_file - an open /dev/memprepop
- * @lock: protects @bg and @busy
+ * @lock: protects @bg, @busy and @left
  * @bg: its background request, until reaped
  * @busy: a thread is starting or reaping @bg, without @lock: another one
  *	gets -EBUSY rather than wait for it (it may be a userfaultfd handler
  *	the first one waits for)
+ * @left: synchronous calls their threads left for a signal, to resume
+ *	when the call is made again (struct mpp_left)
  * @poll_wq: poll() waits here for @bg to want its caller
  * @pools: the worker threads of each process that populated through it,
  *	kept between its calls (pool.c)
  */
 struct mpp_file {
-	spinlock_t lock;	/* @bg, @busy */
+	spinlock_t lock;	/* @bg, @busy, @left */
 	struct mpp_request *bg;
 	bool busy;
+	struct list_head left;
 	struct wait_queue_head poll_wq;
 	struct mpp_pools pools;
+};
+
+/**
+ * struct mpp_left - a synchronous call its thread left for a signal
+ * @node: in the file's @left
+ * @thread: the thread, referenced; it has one left call on the file at most
+ * @req: the call's request, whose reference the file holds
+ *
+ * The syscall is restarted once the thread has taken its signal (a stop,
+ * the freezer, a handler): made again with the same arguments, by the
+ * same thread of the same mm, the call goes on where it was rather than
+ * walk again what it populated, which under signals frequent enough would
+ * never end. Any other populate call of the thread on the file, and a close
+ * of the file by its process, cancel it.
+ */
+struct mpp_left {
+	struct list_head node;
+	struct pid *thread;
+	struct mpp_request *req;
 };
 
 /*
@@ -111,6 +133,90 @@ static void mpp_file_release_claim(struct mpp_file *f,
 	spin_unlock(&f->lock);
 }
 
+/* Frees @l, and gives its request back: cancelled unless @resume */
+static struct mpp_request *mpp_left_free(struct mpp_left *l, bool resume)
+{
+	struct mpp_request *req = l->req;
+
+	put_pid(l->thread);
+	kfree(l);
+	if (resume)
+		return req;
+	mpp_file_let_go(req, true);
+	return NULL;
+}
+
+/*
+ * The calling thread's call left for a signal, taken from the file: its
+ * request when @call, read again, is that call, else none (the left one
+ * is cancelled: the thread made another call).
+ */
+static struct mpp_request *mpp_file_take_left(struct mpp_file *f,
+					      const struct mpp_call *call)
+{
+	struct mpp_left *l, *found = NULL;
+
+	spin_lock(&f->lock);
+	list_for_each_entry(l, &f->left, node) {
+		if (l->thread == task_pid(current)) {
+			list_del(&l->node);
+			found = l;
+			break;
+		}
+	}
+	spin_unlock(&f->lock);
+	if (!found)
+		return NULL;
+	return mpp_left_free(found, found->req->mm == current->mm &&
+				    mpp_uapi_call_same(&found->req->call, call));
+}
+
+/*
+ * The calling thread leaves @req for a signal: kept on the file to be
+ * resumed, when it can be (mpp_populate_leave()), else let go. Calls left
+ * by threads that have exited since are let go.
+ */
+static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
+{
+	struct mpp_left *l = NULL, *old, *tmp;
+	LIST_HEAD(gone);
+
+	if (mpp_populate_leave(req))
+		l = kmalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
+	if (!l) {
+		mpp_file_let_go(req, true);
+		return;
+	}
+	l->thread = get_pid(task_pid(current));
+	l->req = req;
+	spin_lock(&f->lock);
+	list_for_each_entry_safe(old, tmp, &f->left, node)
+		if (!pid_has_task(old->thread, PIDTYPE_PID))
+			list_move(&old->node, &gone);
+	list_add(&l->node, &f->left);
+	spin_unlock(&f->lock);
+	list_for_each_entry_safe(old, tmp, &gone, node)
+		mpp_left_free(old, false);
+}
+
+/*
+ * The calls left by the calling process's threads (@tgid), or by any
+ * process (NULL), are cancelled.
+ */
+static void mpp_file_cancel_left(struct mpp_file *f, struct pid *tgid)
+{
+	struct mpp_left *l, *tmp;
+	LIST_HEAD(gone);
+
+	spin_lock(&f->lock);
+	list_for_each_entry_safe(l, tmp, &f->left, node)
+		if (!tgid || l->req->tgid == tgid)
+			list_move(&l->node, &gone);
+	spin_unlock(&f->lock);
+	list_for_each_entry_safe(l, tmp, &gone, node)
+		mpp_left_free(l, false);
+}
+
 /*
  * A call is over, whichever way: its outputs written, counted. Returns its
  * result.
@@ -137,13 +243,14 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	if (ret || !call.nr_ranges)
 		goto out_end;
 
+	req = mpp_file_take_left(f, &call);
+	if (req) {
+		ret = mpp_populate_finish(req, false);
+		goto out_sync;
+	}
 	if (!(call.flags & MEMPREPOP_F_BACKGROUND)) {
 		req = mpp_populate(&call, &f->pools, &ret);
-		mpp_pools_trim(&f->pools);
-		/* Nothing written: the call starts again once thawed */
-		if (ret == -ERESTARTNOINTR)
-			goto out_release;
-		goto out_end;
+		goto out_sync;
 	}
 
 	ret = mpp_file_claim(f, false);
@@ -166,6 +273,13 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	wake_up_poll(&f->poll_wq, EPOLLIN | EPOLLRDNORM);
 	goto out_release;
 
+out_sync:
+	mpp_pools_trim(&f->pools);
+	/* Nothing written: the call goes on once the signal is taken */
+	if (ret == -ERESTARTNOINTR) {
+		mpp_file_leave(f, req);
+		goto out_release;
+	}
 out_end:
 	/* Without a request, the outputs of nothing */
 	ret = mpp_call_end(&call, req, ret);
@@ -250,6 +364,7 @@ static int memprepop_open(struct inode *inode, struct file *file)
 	if (!f)
 		return -ENOMEM;
 	spin_lock_init(&f->lock);
+	INIT_LIST_HEAD(&f->left);
 	init_waitqueue_head(&f->poll_wq);
 	mpp_pools_init(&f->pools);
 	file->private_data = f;
@@ -281,6 +396,7 @@ static int memprepop_flush(struct file *file, fl_owner_t id)
 	}
 	spin_unlock(&f->lock);
 	mpp_file_let_go(orphan, true);
+	mpp_file_cancel_left(f, task_tgid(current));
 	mpp_pools_flush(&f->pools);
 	return 0;
 }
@@ -291,6 +407,7 @@ static int memprepop_release(struct inode *inode, struct file *file)
 	struct mpp_file *f = file->private_data;
 
 	mpp_file_let_go(f->bg, true);
+	mpp_file_cancel_left(f, NULL);
 	mpp_pools_release(&f->pools);
 	kfree(f);
 	return 0;

@@ -14,7 +14,7 @@
  * wait: a killed caller returns at once, and the workers, which hold their
  * own references, stop within a batch. Nor does it wait for them through
  * a signal (a stop, a ptrace trap, a freezer, a handler): it leaves, to be
- * stopped or to run the handler with them, and starts again afterwards. A
+ * stopped or to run the handler with them, and resumes the call after. A
  * cancelled call returns once none of its workers is inside one of its
  * chunks, so that what it reports is exact.
  */
@@ -151,10 +151,10 @@ static void mpp_cancelled_wait_on(struct mpp_request *req,
 /*
  * The caller has a signal to take that is not fatal: a stop, a ptrace
  * trap, a freezer, a handler. Its workers take theirs between chunks; it
- * leaves its wait to take its own, and the call starts again afterwards,
- * once the call has run MPP_SYNC_MS: so that a caller signalled more
- * often than that (a profiling timer, say) still gets its call done, each
- * start making that much progress.
+ * leaves its wait to take its own, once the call has run MPP_SYNC_MS, and
+ * the restarted syscall resumes the call where it was
+ * (mpp_populate_leave()): a caller signalled however often (a profiling
+ * timer, say) still gets its call done.
  */
 /* Its workers are done, or handed it a chunk */
 static bool mpp_caller_wanted(struct mpp_request *req)
@@ -232,18 +232,29 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 	}
 }
 
-/*
- * A call left for a signal, to start again after it: its workers stop at
- * their next batch. Kernel threads are not stopped with the caller's
- * process: it waits for them to leave their chunks, killably, so that none
- * is left working in its cgroups while they are frozen (which 6.1's
- * freezer does not count again once the thread leaves).
+/**
+ * mpp_populate_leave() - the calling thread leaves its call for a signal
+ * @req: the request of a synchronous call, for which mpp_populate_finish()
+ *	returned -ERESTARTNOINTR
+ *
+ * Workers that are the caller's threads go on meanwhile, or stop with its
+ * process between chunks: the call can be resumed by calling
+ * mpp_populate_finish() again once the thread has taken its signal.
+ * Kernel threads are not stopped with the caller's process: the call is
+ * cancelled, and they are waited for, killably, to leave their chunks, so
+ * that none is left working in its cgroups while they are frozen (which
+ * 6.1's freezer does not count again once the thread leaves); the call then
+ * starts anew.
+ *
+ * Return: true when @req can be resumed.
  */
-static void mpp_leave(struct mpp_request *req)
+bool mpp_populate_leave(struct mpp_request *req)
 {
+	if (!mpp_kind.kill)
+		return true;
 	mpp_kill(req);
-	if (mpp_kind.kill)
-		wait_event_killable(req->crew.wq, mpp_crew_done(req));
+	wait_event_killable(req->crew.wq, mpp_crew_done(req));
+	return false;
 }
 
 /**
@@ -285,21 +296,16 @@ bool mpp_populate_orphaned(struct mpp_request *req)
  * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE;
  * with @nowait, -EAGAIN when workers are still at work, nothing worked
  * out; -ERESTARTNOINTR, nothing worked out, when the caller has another
- * signal to take: a call is cancelled, to start again once the caller has
- * taken it, a background request goes on.
+ * signal to take: a call is left (mpp_populate_leave()), a background
+ * request goes on.
  */
 int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
 	int ret;
 
 	ret = mpp_caller_work(req, nowait);
-	if (ret == -EAGAIN)
+	if (ret == -EAGAIN || ret == -ERESTARTNOINTR)
 		return ret;
-	if (ret == -ERESTARTNOINTR) {
-		if (!(req->call.flags & MEMPREPOP_F_BACKGROUND))
-			mpp_leave(req);
-		return ret;
-	}
 	/* Killed: the workers stop on their own, not waited for */
 	if (ret)
 		mpp_kill(req);
@@ -322,9 +328,9 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
  *	of a call that failed before it had an outcome
  *
  * Return: the request, with one reference for the caller, whose outcome
- * the edge writes; NULL when the call failed before it had one, or when it
- * is to start again once the caller has taken a signal (*@ret
- * -ERESTARTNOINTR: nothing is written).
+ * the edge writes, or which the caller left for a signal (*@ret
+ * -ERESTARTNOINTR: nothing is written, mpp_populate_leave()); NULL when the
+ * call failed before it had an outcome.
  */
 struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pools *pools,
 				 int *ret)
@@ -337,9 +343,5 @@ struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pools *pools,
 		return NULL;
 	}
 	*ret = mpp_populate_finish(req, false);
-	if (*ret == -ERESTARTNOINTR) {
-		mpp_request_put(req);
-		return NULL;
-	}
 	return req;
 }

@@ -252,6 +252,35 @@ void mpp_uapi_call_release(struct mpp_call *call)
 	call->ranges = NULL;
 }
 
+/**
+ * mpp_uapi_call_same() - are @a and @b the same call?
+ * @a: a call as mpp_uapi_call_get() read it, perhaps planned since
+ * @b: another
+ *
+ * The same arguments, outputs at the same places, and the same ranges as
+ * they were read.
+ *
+ * Return: true when they are.
+ */
+bool mpp_uapi_call_same(const struct mpp_call *a, const struct mpp_call *b)
+{
+	unsigned int i;
+
+	if (a->flags != b->flags || a->max_workers != b->max_workers ||
+	    a->nr_ranges != b->nr_ranges ||
+	    a->nr_stat_nodes != b->nr_stat_nodes || a->eventfd != b->eventfd ||
+	    a->control != b->control || a->uargs != b->uargs ||
+	    a->usize != b->usize || a->uranges != b->uranges ||
+	    a->range_size != b->range_size || a->unode_pages != b->unode_pages)
+		return false;
+	for (i = 0; i < a->nr_ranges; i++)
+		if (a->ranges[i].start != b->ranges[i].start ||
+		    a->ranges[i].end != b->ranges[i].end ||
+		    a->ranges[i].bad != b->ranges[i].bad)
+			return false;
+	return true;
+}
+
 /* Each range's outcome into the caller's array: 0 or -EFAULT */
 static int mpp_uapi_ranges_put(const struct mpp_call *call,
 			       const struct mpp_request *req)

@@ -257,8 +257,8 @@ struct memprepop_control {
  * One set of workers serves all ranges, each chunk faulted on its memory's
  * node. Only a fatal signal interrupts it, at once. A stop (SIGSTOP, a
  * ptrace trap, the cgroup freezer, suspend) reaches the caller within about
- * 100 ms: the call is restarted once the caller runs again, and finds done
- * what was done (nothing is written before then).
+ * 100 ms: the call is restarted once the caller runs again, and goes on
+ * where it was (nothing is written before then).
  *
  * With %MEMPREPOP_F_BACKGROUND the call returns 0 as soon as the request is
  * started; its outcome is what MEMPREPOP_IOC_WAIT reports.
