@@ -13,9 +13,11 @@
  * - its memory cgroup for page cache, page tables and other kernel memory,
  *   which a kernel thread would leave to the root cgroup or not charge at
  *   all: set_active_memcg();
- * - its cgroups (cpu, cpuset, hugetlb, io, memory), attached as vhost
- *   attached its kernel-thread workers, once the pids controller has
- *   checked the limit as it would for a fork(), for the time of one call:
+ * - its cgroups (cpu, cpuset, hugetlb, io, memory, pids), attached as
+ *   vhost attached its kernel-thread workers, for the time of one call:
+ *   the pids controller is charged, but an attach does not check
+ *   pids.max, which the module cannot ask the controller to check
+ *   (security.rst);
  *   a worker goes back to the root cgroups before the call can end,
  *   because the cgroup v2 freezer can freeze no kernel thread and, on 6.1,
  *   never counts again when one leaves a freezing cgroup;
@@ -168,46 +170,14 @@ static bool mpp_same_cgroups(struct task_struct *a, struct task_struct *b)
 }
 
 /*
- * Is there room in @caller's pids cgroups for one more task? Attaching a
- * task charges the pids controller without looking at pids.max, so ask the
- * controller as fork() does, through its own can_fork callback (which
- * charges, checks every level, and records a rejection in pids.events), and
- * give the charge back at once: the attach that follows charges for real.
- * Both callbacks read only cset->subsys[pids_cgrp_id] of the css_set they
- * are given, @caller's own, held by RCU. Kernel threads only: a user worker
- * thread is forked, and charged, as one.
+ * Into the caller's cgroups, as vhost attached its kernel-thread workers:
+ * the pids controller is charged, and does not look at pids.max
  */
-static int mpp_pids_check(struct task_struct *caller)
-{
-#ifdef CONFIG_CGROUP_PIDS
-	struct cgroup_subsys_state *css;
-	struct css_set *cset;
-	int ret;
-
-	rcu_read_lock();
-	cset = task_css_set(caller);
-	css = cset->subsys[pids_cgrp_id];
-	ret = css->ss->can_fork(current, cset);
-	if (!ret)
-		css->ss->cancel_fork(current, cset);
-	rcu_read_unlock();
-	return ret;
-#else
-	return 0;
-#endif
-}
-
-/* Into the caller's cgroups, where the pids controller has room */
 static int mpp_kthread_adopt(const struct mpp_identity *id,
 			     struct task_struct *task)
 {
-	int ret;
-
 	if (mpp_same_cgroups(current, task))
 		return 0;
-	ret = mpp_pids_check(current);
-	if (ret)
-		return ret;
 	return cgroup_attach_task_all(current, task);
 }
 
@@ -245,8 +215,8 @@ static int mpp_kthread_enter(const struct mpp_identity *id,
 }
 
 /*
- * Into the cgroups @caller is in now, where the pids controller has room,
- * with its CPUs of those the worker had: a cpuset attach resets them.
+ * Into the cgroups @caller is in now, with its CPUs of those the worker
+ * had: a cpuset attach resets them.
  */
 static int mpp_follow_cgroups(struct task_struct *caller)
 {
@@ -256,9 +226,7 @@ static int mpp_follow_cgroups(struct task_struct *caller)
 	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
 		return -ENOMEM;
 	cpumask_copy(cpus, current->cpus_ptr);
-	ret = mpp_pids_check(caller);
-	if (!ret)
-		ret = cgroup_attach_task_all(caller, current);
+	ret = cgroup_attach_task_all(caller, current);
 	if (!ret && cpumask_and(cpus, cpus, caller->cpus_ptr))
 		set_cpus_allowed_ptr(current, cpus);
 	free_cpumask_var(cpus);

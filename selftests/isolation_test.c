@@ -759,6 +759,11 @@ TEST_F_TIMEOUT(cg, page_tables_charged_like_madvise, 3600)
  * pids.events as a fork's would. A refused fork shows one over the limit
  * for an instant (the pids controller charges, then takes the charge back),
  * and so does a refused worker: a sample may catch that, once per refusal.
+ * Kernel-thread workers (6.1) are charged as vhost charged its kernel
+ * threads, by attaching them, which does not look at pids.max: there the
+ * test checks the charge (pids.current up by the workers while they work,
+ * back once the call is over) and that the call succeeds, and says the
+ * limit is not held (security.rst).
  */
 TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 {
@@ -826,9 +831,12 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 		TH_LOG("pids.max current+%d: %ld workers, pids.events max +%ld",
 		       room, workers_started() - w0,
 		       cg_read(self->path, "pids.events", "max") - events0);
-		EXPECT_GE(room, workers_started() - w0);
-		/* The worker that was not started was refused as a fork is */
-		EXPECT_LT(events0, cg_read(self->path, "pids.events", "max"));
+		if (workers_are_threads()) {
+			EXPECT_GE(room, workers_started() - w0);
+			/* The worker not started was refused as a fork is */
+			EXPECT_LT(events0,
+				  cg_read(self->path, "pids.events", "max"));
+		}
 		/*
 		 * A kernel thread counts while it works; once the call is done
 		 * it is back in the root cgroups, even one that stays (the
@@ -847,10 +855,17 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 	unlink(PIDS_STOP);
 	TH_LOG("pids.current at most %ld (%ld samples over), pids.max %ld+1",
 	       seen[0], seen[1], base);
+	EXPECT_LT(0, seen[0]);
+	if (!workers_are_threads()) {
+		/* Charged while they work, as vhost's kernel threads were */
+		EXPECT_LT(base + 1, seen[0]);
+		cg_write(self->path, "pids.max", "max");
+		munmap(p, len);
+		SKIP(return, "kernel-thread workers: charged to pids.current, pids.max not checked (security.rst)");
+	}
 	/* At most the three refusals' instants, never a worker's lifetime */
 	EXPECT_GE(3, seen[1]);
 	EXPECT_GE(base + 2, seen[0]);
-	EXPECT_LT(0, seen[0]);
 	cg_write(self->path, "pids.max", "max");
 	munmap(p, len);
 }
