@@ -1783,6 +1783,79 @@ TEST_F_TIMEOUT(wing, call_left_by_longjmp_stops_at_the_next_call, SLOW)
 }
 
 /*
+ * A call left for a signal is the file's until its thread resumes it: a
+ * close by another thread meanwhile cancels it, and the resumed syscall
+ * finds the descriptor gone (EBADF). A child's thread populates 1 GiB;
+ * 200 ms in, a SIGUSR1 whose handler sleeps 400 ms makes it leave; 200 ms
+ * later the main thread closes the descriptor. The child must exit 0 with
+ * the call's EBADF, and leave no worker. Whether the request outlives the
+ * file (a use after free) is for KASAN in the debug kernel to say.
+ */
+static void on_usr1_sleep(int sig)
+{
+	usleep(400 * 1000);
+}
+
+struct left_call {
+	int fd;
+	char *p;
+	size_t len;
+	int ret;
+};
+
+static void *left_call_thread(void *arg)
+{
+	struct left_call *c = arg;
+	struct memprepop_populate req;
+
+	c->ret = ioc_populate(c->fd, c->p, c->len, 0, &req);
+	return NULL;
+}
+
+static void close_while_left_child(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1_sleep };
+	struct left_call c = { .len = 1024 * MiB };
+	pthread_t t;
+
+	c.fd = open_dev();
+	c.p = map_anon(c.len);
+	if (c.fd < 0 || !c.p || sigaction(SIGUSR1, &sa, NULL))
+		_exit(2);
+	no_thp(c.p, c.len);
+	if (pthread_create(&t, NULL, left_call_thread, &c))
+		_exit(3);
+	usleep(200 * 1000);
+	pthread_kill(t, SIGUSR1);
+	usleep(200 * 1000);
+	close(c.fd);
+	pthread_join(t, NULL);
+	dprintf(1, "# the call: %d (%s), %zu of %zu pages present\n", c.ret,
+		strerror(-c.ret), present_pages(c.p, c.len),
+		c.len / page_size());
+	/* Done before the signal came: nothing was left */
+	_exit(c.ret == -EBADF ? 0 : c.ret ? 4 : 5);
+}
+
+TEST_F_TIMEOUT(wing, close_while_a_call_is_left, SLOW)
+{
+	int status;
+	pid_t pid;
+
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		close_while_left_child();
+	ASSERT_LE(0, wait_pid(pid, 120, &status, 0));
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 5)
+		SKIP(return, "the call was over before the signal");
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x", status);
+	EXPECT_TRUE(workers_gone(30));
+}
+
+/*
  * Finding 10: a process whose every user thread has exited is not kept
  * alive by its idle workers. A child passes its file to the test (which
  * keeps it open), populates 16 MiB with workers kept, then its only user
