@@ -340,6 +340,32 @@ static inline int ioc_populate(int fd, void *addr, size_t len, uint64_t flags,
 	return ioc_populate_workers(fd, addr, len, flags, 0, req);
 }
 
+/**
+ * struct ioc_call - a populate call for a thread of its own (ioc_thread())
+ * @fd: the descriptor
+ * @p: the range
+ * @len: its length
+ * @ret: the call's 0 or -errno, -EIO when it reported less than @len
+ */
+struct ioc_call {
+	int fd;
+	char *p;
+	size_t len;
+	int ret;
+};
+
+/* pthread_create()'s function: one ioc_populate() of @arg's range */
+static inline void *ioc_thread(void *arg)
+{
+	struct ioc_call *c = arg;
+	struct memprepop_populate req;
+
+	c->ret = ioc_populate(c->fd, c->p, c->len, 0, &req);
+	if (!c->ret && req.populated != c->len)
+		c->ret = -EIO;
+	return NULL;
+}
+
 /* MEMPREPOP_IOC_WAIT as 0 or -errno; the request's outcome in @result */
 static inline int bg_wait(int fd, uint64_t flags, int *result)
 {

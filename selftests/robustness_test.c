@@ -210,28 +210,10 @@ TEST(concurrent_processes)
 	EXPECT_EQ(4, ok);
 }
 
-struct populate_thread {
-	int fd;
-	char *p;
-	size_t len;
-	int ret;
-};
-
-static void *populate_thread(void *arg)
-{
-	struct populate_thread *t = arg;
-	struct memprepop_populate req;
-
-	t->ret = ioc_populate(t->fd, t->p, t->len, 0, &req);
-	if (!t->ret && req.populated != t->len)
-		t->ret = -EIO;
-	return NULL;
-}
-
 /* Several threads of one process at once, sharing one descriptor */
 TEST(concurrent_threads)
 {
-	struct populate_thread t[4];
+	struct ioc_call t[4];
 	pthread_t tid[4];
 	int fd = open_dev(), i;
 
@@ -241,7 +223,7 @@ TEST(concurrent_threads)
 		t[i].len = 64 * MiB;
 		t[i].p = map_anon(t[i].len);
 		ASSERT_NE(NULL, t[i].p);
-		ASSERT_EQ(0, pthread_create(&tid[i], NULL, populate_thread,
+		ASSERT_EQ(0, pthread_create(&tid[i], NULL, ioc_thread,
 					    &t[i]));
 	}
 	for (i = 0; i < 4; i++) {

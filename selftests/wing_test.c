@@ -1796,26 +1796,10 @@ static void on_usr1_sleep(int sig)
 	usleep(400 * 1000);
 }
 
-struct left_call {
-	int fd;
-	char *p;
-	size_t len;
-	int ret;
-};
-
-static void *left_call_thread(void *arg)
-{
-	struct left_call *c = arg;
-	struct memprepop_populate req;
-
-	c->ret = ioc_populate(c->fd, c->p, c->len, 0, &req);
-	return NULL;
-}
-
 static void close_while_left_child(void)
 {
 	struct sigaction sa = { .sa_handler = on_usr1_sleep };
-	struct left_call c = { .len = 1024 * MiB };
+	struct ioc_call c = { .len = 1024 * MiB };
 	pthread_t t;
 
 	c.fd = open_dev();
@@ -1823,7 +1807,7 @@ static void close_while_left_child(void)
 	if (c.fd < 0 || !c.p || sigaction(SIGUSR1, &sa, NULL))
 		_exit(2);
 	no_thp(c.p, c.len);
-	if (pthread_create(&t, NULL, left_call_thread, &c))
+	if (pthread_create(&t, NULL, ioc_thread, &c))
 		_exit(3);
 	usleep(200 * 1000);
 	pthread_kill(t, SIGUSR1);
