@@ -273,7 +273,7 @@ struct mpp_plan {
  * @node_pages: pages it found per node, its row of &mpp_outcome.node_pages;
  *	NULL without statistics
  * @cpus: the CPUs it runs on, which it moves itself to when it begins
- * @working: its thread still works for the request, so mpp_crew_kill() may
+ * @working: its thread still works for the request, so mpp_kill() may
  *	signal it; under &mpp_crew.lock
  */
 struct mpp_worker {
