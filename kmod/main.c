@@ -133,17 +133,23 @@ static void mpp_file_release_claim(struct mpp_file *f,
 	spin_unlock(&f->lock);
 }
 
-/* Frees @l, and gives its request back: cancelled unless @resume */
-static struct mpp_request *mpp_left_free(struct mpp_left *l, bool resume)
+/* Frees @l: its request, whose reference it held, is the caller's */
+static struct mpp_request *mpp_left_free(struct mpp_left *l)
 {
 	struct mpp_request *req = l->req;
 
 	put_pid(l->thread);
 	kfree(l);
-	if (resume)
-		return req;
-	mpp_file_let_go(req, true);
-	return NULL;
+	return req;
+}
+
+/* The left calls on @gone, off the file, are cancelled and let go */
+static void mpp_left_let_go(struct list_head *gone)
+{
+	struct mpp_left *l, *tmp;
+
+	list_for_each_entry_safe(l, tmp, gone, node)
+		mpp_file_let_go(mpp_left_free(l), true);
 }
 
 /*
@@ -154,21 +160,23 @@ static struct mpp_request *mpp_left_free(struct mpp_left *l, bool resume)
 static struct mpp_request *mpp_file_take_left(struct mpp_file *f,
 					      const struct mpp_call *call)
 {
-	struct mpp_left *l, *found = NULL;
+	struct mpp_request *req = NULL;
+	struct mpp_left *l;
 
 	spin_lock(&f->lock);
 	list_for_each_entry(l, &f->left, node) {
 		if (l->thread == task_pid(current)) {
 			list_del(&l->node);
-			found = l;
+			req = mpp_left_free(l);
 			break;
 		}
 	}
 	spin_unlock(&f->lock);
-	if (!found)
-		return NULL;
-	return mpp_left_free(found, found->req->mm == current->mm &&
-				    mpp_uapi_call_same(&found->req->call, call));
+	if (!req || (req->mm == current->mm &&
+		     mpp_uapi_call_same(&req->call, call)))
+		return req;
+	mpp_file_let_go(req, true);
+	return NULL;
 }
 
 /*
@@ -195,26 +203,21 @@ static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
 			list_move(&old->node, &gone);
 	list_add(&l->node, &f->left);
 	spin_unlock(&f->lock);
-	list_for_each_entry_safe(old, tmp, &gone, node)
-		mpp_left_free(old, false);
+	mpp_left_let_go(&gone);
 }
 
-/*
- * The calls left by the calling process's threads (@tgid), or by any
- * process (NULL), are cancelled.
- */
-static void mpp_file_cancel_left(struct mpp_file *f, struct pid *tgid)
+/* The calls left by the calling process's threads are cancelled */
+static void mpp_file_cancel_left(struct mpp_file *f)
 {
 	struct mpp_left *l, *tmp;
 	LIST_HEAD(gone);
 
 	spin_lock(&f->lock);
 	list_for_each_entry_safe(l, tmp, &f->left, node)
-		if (!tgid || l->req->tgid == tgid)
+		if (l->req->tgid == task_tgid(current))
 			list_move(&l->node, &gone);
 	spin_unlock(&f->lock);
-	list_for_each_entry_safe(l, tmp, &gone, node)
-		mpp_left_free(l, false);
+	mpp_left_let_go(&gone);
 }
 
 /*
@@ -396,7 +399,7 @@ static int memprepop_flush(struct file *file, fl_owner_t id)
 	}
 	spin_unlock(&f->lock);
 	mpp_file_let_go(orphan, true);
-	mpp_file_cancel_left(f, task_tgid(current));
+	mpp_file_cancel_left(f);
 	mpp_pools_flush(&f->pools);
 	return 0;
 }
@@ -407,7 +410,7 @@ static int memprepop_release(struct inode *inode, struct file *file)
 	struct mpp_file *f = file->private_data;
 
 	mpp_file_let_go(f->bg, true);
-	mpp_file_cancel_left(f, NULL);
+	mpp_left_let_go(&f->left);
 	mpp_pools_release(&f->pools);
 	kfree(f);
 	return 0;
