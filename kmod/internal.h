@@ -74,6 +74,8 @@ struct vm_area_struct;
  * batch before it kills them out of a wait of their own
  */
 #define MPP_CANCEL_GRACE_MS	300
+/* How long a process waits for a stopped thread to leave its thread list */
+#define MPP_UNLIST_MS		1000
 
 /**
  * struct mpp_identity - what makes a worker's faults the caller's own
@@ -510,8 +512,9 @@ void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
  *	kills it; returns it, running or ready to, or an ERR_PTR()
  * @task: NULL, or its task_struct, for @adopt and its CPUs
  * @wake: wake it for work; may be called under a spinlock
- * @stop: stop it, wait until it is gone, free it; in its process's
- *	context, for a thread not at work (idle, or dying with its process)
+ * @stop: stop it, wait until it is gone (off its process's thread list),
+ *	free it; in its process's context, for a thread not at work (idle,
+ *	or dying with its process)
  * @kill: NULL, or end the waits of its work that only a fatal signal ends
  * @work_done: NULL, or in the thread, after its work, forget what @kill did
  * @adopt: NULL, or in the caller's context, make a thread not yet at work

@@ -31,8 +31,12 @@
 #include "probes.h"
 
 #ifdef MPP_HAVE_VHOST_TASK
+#include <linux/delay.h>
 #include <linux/err.h>
+#include <linux/jiffies.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/vhost_task.h>
 #include <linux/slab.h>
 
@@ -44,19 +48,31 @@
  * @fn: what its loop calls, with @arg
  * @killed: what it calls when its process kills it, with @arg
  * @arg: the argument
+ * @tgid: its process, referenced
+ * @pid: its own, referenced, once it has run (set by itself)
  */
 struct mpp_task {
 	struct vhost_task *vtsk;
 	bool (*fn)(void *arg);
 	void (*killed)(void *arg);
 	void *arg;
+	struct pid *tgid;
+	struct pid *pid;
 };
+
+/* In the thread, the first time it runs vhost's loop or is killed */
+static void mpp_vtask_found(struct mpp_task *vt)
+{
+	if (unlikely(!vt->pid))
+		vt->pid = get_pid(task_pid(current));
+}
 
 /* Called by vhost's loop, in TASK_INTERRUPTIBLE: false to sleep in it */
 static bool mpp_vtask_fn(void *data)
 {
 	struct mpp_task *vt = data;
 
+	mpp_vtask_found(vt);
 	return vt->fn(vt->arg);
 }
 
@@ -65,13 +81,40 @@ static void mpp_vtask_killed(void *data)
 {
 	struct mpp_task *vt = data;
 
+	mpp_vtask_found(vt);
 	vt->killed(vt->arg);
 }
 
-/* Stop it and wait until it is gone, in its process's context */
+/*
+ * vhost_task_stop() returns once the thread is on its way out, before it
+ * has left its process's thread list, which unshare() and exec count: its
+ * process waits for that too, killably, so that once close() returns it
+ * has no thread of the file. Not beyond MPP_UNLIST_MS: a thread someone
+ * ptraces stays listed until its tracer reaps it, which is not the
+ * process's to wait for (nor does pthread_join() wait for it). Nor is a
+ * thread stopped before it ever ran (a crew that could not use it) waited
+ * for: it has no pid here. In the file's release, for a process gone, no
+ * thread is waited for.
+ */
+static void mpp_vtask_wait_unlisted(struct mpp_task *vt)
+{
+	unsigned long deadline = jiffies + msecs_to_jiffies(MPP_UNLIST_MS);
+
+	if (!vt->pid || vt->tgid != task_tgid(current))
+		return;
+	while (pid_has_task(vt->pid, PIDTYPE_PID) &&
+	       !fatal_signal_pending(current) && time_before(jiffies, deadline))
+		usleep_range_state(20, 100, TASK_KILLABLE);
+}
+
+/* Stop it and wait until it is gone */
 static void mpp_vtask_stop(struct mpp_task *vt)
 {
 	vhost_task_stop(vt->vtsk);
+	/* Its pid, set by itself, is ordered by the stop, which waited */
+	mpp_vtask_wait_unlisted(vt);
+	put_pid(vt->pid);
+	put_pid(vt->tgid);
 	kfree(vt);
 }
 
@@ -103,6 +146,7 @@ static struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
 	vt->fn = fn;
 	vt->killed = killed;
 	vt->arg = arg;
+	vt->tgid = get_pid(task_tgid(current));
 	snprintf(name, sizeof(name), "memprepop/%d:%u", nid, index);
 	vtsk = vhost_task_create(mpp_vtask_fn, mpp_vtask_killed, vt, name);
 	/*
@@ -112,6 +156,7 @@ static struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
 	 * before it (6.11, the first 6.12 releases).
 	 */
 	if (IS_ERR_OR_NULL(vtsk)) {
+		put_pid(vt->tgid);
 		kfree(vt);
 		return vtsk ? ERR_CAST(vtsk) : ERR_PTR(-EAGAIN);
 	}

@@ -409,16 +409,22 @@ TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
  * Finding 2: SIGKILL lands anywhere in a process's small calls, its file
  * kept open and its workers kept (just before its first call or after it,
  * or up to 100 ms later: in the start of a later call's kept workers),
- * while a thread of the test hogs a CPU: every child is reaped within
- * 2 s of the kill, and no worker is left once they are all gone. With
- * kernel-thread workers (6.1) within 5 s: the dying process's close of
- * its file waits for its kernel threads to end their part of the call,
- * which moves each back to the root cgroups (a cgroup migration, 2.1 s
- * once here beside the hog under TCG); its own threads it does not wait
- * for beyond their exit, as for any process. For
- * MEMPREPOP_STRESS_SECS (5 s in make check, 120 s in make check-debug; 15
- * s by default). A use-after-free of a request, a pool or the file in the
- * race is KASAN's to report, in the debug kernel.
+ * while a thread of the test hogs a CPU. Every other round, the same
+ * process populates with madvise() in its calling thread instead, killed
+ * the same way: the reference, measured in the same run beside the same
+ * hog. No kill may be left unreaped for 10 s (a wait that only its
+ * workers could end), and the kills of the ioctl's processes are reaped
+ * as fast as madvise's: their 90th percentile within three times
+ * madvise's, or within 0.2 s (a 2-vCPU guest under TCG stalls a process
+ * for a second or two now and then, whatever it runs: single rounds are
+ * not compared). With kernel-thread workers (6.1) the 90th percentile
+ * may be 5 s: the dying process's close of its file waits for its kernel
+ * threads to end their part of the call, which moves each back to the
+ * root cgroups (a cgroup migration, 2.1 s once here beside the hog under
+ * TCG); its own threads it does not wait for beyond their exit, as for
+ * any process. For MEMPREPOP_STRESS_SECS (5 s in make check, 120 s in
+ * make check-debug; 15 s by default). A use-after-free of a request, a
+ * pool or the file in the race is KASAN's to report, in the debug kernel.
  */
 struct hog {
 	pthread_t tid;
@@ -435,7 +441,7 @@ static void *hog_spin(void *arg)
 }
 
 /* Calls of 4 to 16 MiB until killed; says so on @ready when it starts */
-static void small_calls(int ready, bool after_first)
+static void small_calls(int ready, bool after_first, bool by_ioctl)
 {
 	size_t len = 16 * MiB;
 	struct memprepop_populate req;
@@ -450,7 +456,8 @@ static void small_calls(int ready, bool after_first)
 	for (;;) {
 		size_t l = (4 + rand_r(&seed) % 13) * MiB;
 
-		if (ioc_populate(fd, p, l, 0, &req))
+		if (by_ioctl ? ioc_populate(fd, p, l, 0, &req) :
+		    madvise_populate_write(p, l))
 			_exit(4);
 		if (after_first && write(ready, "x", 1) != 1)
 			_exit(3);
@@ -459,17 +466,39 @@ static void small_calls(int ready, bool after_first)
 	}
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The 90th percentile of @n times (sorted in place), 0 for none */
+static double p90(double *t, int n)
+{
+	if (!n)
+		return 0;
+	qsort(t, n, sizeof(*t), cmp_double);
+	return t[(n * 9) / 10 < n ? (n * 9) / 10 : n - 1];
+}
+
+#define KILL_ROUNDS	4096
+
 TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 {
+	static double took_by[2][KILL_ROUNDS];
 	unsigned int seed = getpid();
-	int rounds = 0, late = 0, bad = 0;
+	int rounds = 0, stuck = 0, bad = 0, n[2] = { 0, 0 };
 	struct hog hog = { 0 };
-	double most = 0, secs = stress_secs(15), t0;
-	double limit = workers_are_threads() ? 2 : 5;
+	double most[2] = { 0, 0 }, secs = stress_secs(15), t0, q[2];
+	double limit = workers_are_threads() ? 0.2 : 5;
 
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, pthread_create(&hog.tid, NULL, hog_spin, &hog));
-	for (t0 = now(); now() - t0 < secs; rounds++) {
+	for (t0 = now(); now() - t0 < secs && rounds < 2 * KILL_ROUNDS;
+	     rounds++) {
+		/* Rounds 0, 1 and 4, 5 ... by the ioctl; 2, 3 ... by madvise */
+		bool by_ioctl = !(rounds & 2);
 		int ready[2], status = 0;
 		double took;
 		char byte;
@@ -480,7 +509,7 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 		ASSERT_LE(0, pid);
 		if (!pid) {
 			close(ready[0]);
-			small_calls(ready[1], rounds & 1);
+			small_calls(ready[1], rounds & 1, by_ioctl);
 		}
 		close(ready[1]);
 		if (!read_within(ready[0], &byte, 1, 30) && bad < 3)
@@ -492,19 +521,20 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 		 * the next 100 ms: into later calls, their kept workers'
 		 * starts included
 		 */
-		usleep(rand_r(&seed) % (rounds & 2 ? 100001 : 2001));
+		usleep(rand_r(&seed) % (rounds & 4 ? 100001 : 2001));
 		kill(pid, SIGKILL);
-		took = wait_pid(pid, limit, &status, 0);
+		took = wait_pid(pid, 10, &status, 0);
 		if (took < 0) {
-			late++;
-			log_tasks(_metadata, "the limit after SIGKILL", pid);
+			stuck++;
+			log_tasks(_metadata, "10 s after SIGKILL", pid);
 			took = wait_pid(pid, 60, &status, 0);
-			TH_LOG("round %d: reaped %.1f s later (-1: not in 60 s)",
-			       rounds, took);
+			TH_LOG("round %d (%s): reaped %.1f s later (-1: not in 60 s)",
+			       rounds, by_ioctl ? "ioctl" : "madvise", took);
 			break;
 		}
-		if (took > most)
-			most = took;
+		took_by[by_ioctl][n[by_ioctl]++] = took;
+		if (took > most[by_ioctl])
+			most[by_ioctl] = took;
 		if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
 			if (bad++ < 3)
 				TH_LOG("round %d: status %#x", rounds, status);
@@ -512,11 +542,15 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 	}
 	hog.stop = true;
 	pthread_join(hog.tid, NULL);
-	TH_LOG("%d kills in %.1f s beside a CPU hog: the slowest reaped after %.3f s",
-	       rounds, now() - t0, most);
-	EXPECT_EQ(0, late);
+	q[0] = p90(took_by[0], n[0]);
+	q[1] = p90(took_by[1], n[1]);
+	TH_LOG("%d kills in %.1f s beside a CPU hog: madvise's %d reaped after %.3f s at the 90th percentile, %.3f s at most; the ioctl's %d after %.3f s, %.3f s at most",
+	       rounds, now() - t0, n[0], q[0], most[0], n[1], q[1], most[1]);
+	EXPECT_EQ(0, stuck);
 	EXPECT_EQ(0, bad);
-	EXPECT_LE(10, rounds);
+	EXPECT_LE(5, n[0]);
+	EXPECT_LE(5, n[1]);
+	EXPECT_GE(limit > 3 * q[0] ? limit : 3 * q[0], q[1]);
 	EXPECT_TRUE(workers_gone(10));
 }
 
@@ -1536,63 +1570,85 @@ TEST_F_TIMEOUT(held, cancel_of_a_held_call_is_exact, SLOW)
 
 /*
  * Issue 46, finding 2: once close() returns, no worker of the file is
- * left. A single-threaded child populates 16 MiB with workers kept on its
- * file, closes it, and at once calls unshare(CLONE_NEWUSER), which the
- * kernel refuses to a multi-threaded process: it must succeed. The same
- * after madvise() in a thread that was joined succeeds at once; where it
- * does not, the kernel forbids it anyway: skipped.
+ * left. A single-threaded child populates 16 MiB with workers on its file,
+ * closes it, and at once calls unshare(CLONE_NEWUSER), which the kernel
+ * refuses (EINVAL) to a process with another thread: it must succeed, in
+ * each of UNSHARE_TRIES children. The reference, measured alike: a child
+ * that populates with madvise() in a thread it joined, then unshares,
+ * which fails often (pthread_join() returns as the thread leaves its mm,
+ * before it leaves the thread list): logged, as what a thread gives.
  */
+#define UNSHARE_TRIES	30
+
 static int try_unshare(void)
 {
 	return unshare(CLONE_NEWUSER) ? errno : 0;
 }
 
-TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
+/* A child populates by @by_ioctl, then unshares: its errno, or 200 */
+static int populate_then_unshare(bool by_ioctl, unsigned int *workers)
 {
-	int status;
+	int status, rep[2];
 	pid_t pid;
 
+	if (pipe(rep))
+		return 200;
+	pid = fork();
+	if (pid < 0)
+		return 200;
+	if (!pid) {
+		struct memprepop_populate req = { 0 };
+		size_t len = 16 * MiB;
+		char *p = map_anon(len);
+		int fd = -1;
+
+		if (!p)
+			_exit(200);
+		if (by_ioctl) {
+			fd = open_dev();
+			if (fd < 0 || ioc_populate(fd, p, len, 0, &req))
+				_exit(200);
+			close(fd);
+		} else if (madvise_in_thread(p, len)) {
+			_exit(200);
+		}
+		status = try_unshare();
+		if (write(rep[1], &req.workers, sizeof(req.workers)) < 0)
+			_exit(200);
+		_exit(status);
+	}
+	close(rep[1]);
+	if (!read_within(rep[0], workers, sizeof(*workers), 60))
+		*workers = 0;
+	close(rep[0]);
+	if (wait_pid(pid, 60, &status, 0) < 0 || !WIFEXITED(status))
+		return 200;
+	return WEXITSTATUS(status);
+}
+
+TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
+{
+	int failed[2] = { 0, 0 }, with_workers = 0;
+
 	ASSERT_TRUE(workers_gone(30));
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		size_t len = 16 * MiB;
-		char *p = map_anon(len);
+	for (int i = 0; i < 2 * UNSHARE_TRIES; i++) {
+		bool by_ioctl = i & 1;
+		unsigned int workers = 0;
+		int err = populate_then_unshare(by_ioctl, &workers);
 
-		if (!p || madvise_in_thread(p, len))
-			_exit(200);
-		_exit(try_unshare());
+		ASSERT_NE(200, err);
+		if (err)
+			failed[by_ioctl]++;
+		if (err && err != EINVAL)
+			TH_LOG("unshare(CLONE_NEWUSER): %s", strerror(err));
+		with_workers += by_ioctl && workers;
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_NE(200, WEXITSTATUS(status));
-	if (WEXITSTATUS(status))
-		SKIP(return, "unshare(CLONE_NEWUSER) after a joined madvise() thread: %s",
-		     strerror(WEXITSTATUS(status)));
-
-	pid = fork();
-	ASSERT_LE(0, pid);
-	if (!pid) {
-		struct memprepop_populate req;
-		size_t len = 16 * MiB;
-		int fd = open_dev(), err, threads;
-		char *p = map_anon(len);
-
-		if (fd < 0 || !p || ioc_populate(fd, p, len, 0, &req))
-			_exit(200);
-		threads = task_count(getpid());
-		close(fd);
-		err = try_unshare();
-		dprintf(1, "# %u workers, %d threads before the close; unshare(CLONE_NEWUSER) right after it: %s\n",
-			req.workers, threads, strerror(err));
-		_exit(err);
-	}
-	ASSERT_LE(0, wait_pid(pid, 60, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_NE(200, WEXITSTATUS(status));
-	EXPECT_EQ(0, WEXITSTATUS(status))
-		TH_LOG("unshare(CLONE_NEWUSER) right after close(): %s",
-		       strerror(WEXITSTATUS(status)));
+	TH_LOG("unshare(CLONE_NEWUSER) failed right after close() of the file in %d of %d children (%d had workers), right after pthread_join() of a madvise() thread in %d of %d",
+	       failed[1], UNSHARE_TRIES, with_workers, failed[0], UNSHARE_TRIES);
+	EXPECT_EQ(0, failed[1]);
+	/* Else this tested nothing */
+	if (workers_are_threads())
+		EXPECT_LT(0, with_workers);
 }
 
 /*
