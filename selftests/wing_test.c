@@ -1577,6 +1577,8 @@ TEST_F_TIMEOUT(held, cancel_of_a_held_call_is_exact, SLOW)
  * that populates with madvise() in a thread it joined, then unshares,
  * which fails often (pthread_join() returns as the thread leaves its mm,
  * before it leaves the thread list): logged, as what a thread gives.
+ * Skipped where a process that never had a thread cannot unshare either
+ * (a kernel without user namespaces, as the debug kernel is).
  */
 #define UNSHARE_TRIES	30
 
@@ -1628,9 +1630,20 @@ static int populate_then_unshare(bool by_ioctl, unsigned int *workers)
 
 TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
 {
-	int failed[2] = { 0, 0 }, with_workers = 0;
+	int failed[2] = { 0, 0 }, with_workers = 0, status;
+	pid_t pid;
 
 	ASSERT_TRUE(workers_gone(30));
+	/* A child that never had a thread: can it unshare at all? */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(try_unshare());
+	ASSERT_LE(0, wait_pid(pid, 60, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status))
+		SKIP(return, "unshare(CLONE_NEWUSER) of a single-threaded process: %s (CONFIG_USER_NS?)",
+		     strerror(WEXITSTATUS(status)));
 	for (int i = 0; i < 2 * UNSHARE_TRIES; i++) {
 		bool by_ioctl = i & 1;
 		unsigned int workers = 0;
