@@ -21,12 +21,14 @@ include Makefile.common
 SUBMAKE		= $(MAKE) B=$(abspath $(B))
 
 # --- kernels ----------------------------------------------------------------
-# The test VM boots Debian's kernel (never hard-coded), and Debian's newest
-# 6.12, whose workers are the caller's own threads (kmod/vtask.c)
-VM_KVER		?= $(shell scripts/kernel-version 2>/dev/null)
+# The test VM boots Debian 12's newest 6.12 (never hard-coded): the module
+# needs vhost_task (6.11 and later, kmod/vtask.c). Debian 12's own 6.1 has
+# none: its VM has no module, and tests the library's fallback alone.
+VM_SERIES	:= 6.12
+VM_KVER		?= $(shell scripts/kernel-version $(VM_SERIES) 2>/dev/null)
 VM_KDIR		:= /lib/modules/$(VM_KVER)/build
-VM2_SERIES	:= 6.12
-VM2_KVER	?= $(shell scripts/kernel-version $(VM2_SERIES) 2>/dev/null)
+OLD_SERIES	:= 6.1
+OLD_KVER	?= $(shell scripts/kernel-version $(OLD_SERIES) 2>/dev/null)
 RUNNING_KDIR	:= /lib/modules/$(shell uname -r)/build
 KDIR		?= $(if $(wildcard $(RUNNING_KDIR)/Makefile),$(RUNNING_KDIR),$(VM_KDIR))
 # The release modules built there are for (Debian's kernel.release file holds
@@ -65,9 +67,14 @@ LIBTESTS	:= $(patsubst user/tests/%.c,$(B)/tests/%,\
 # without a kernel build tree, the selftests without linux-source) is named,
 # with what would provide it, and the rest is built all the same
 all: lib tool examples docs
-	@if [ -f $(KDIR)/Makefile ]; then $(MAKE) --no-print-directory module; \
-	 else echo "make: module not built: no kernel build tree $(KDIR)" \
-	   "(linux-headers-$$(uname -r), or make deps)"; fi
+	@if [ ! -f $(KDIR)/Makefile ]; then \
+	   echo "make: module not built: no kernel build tree $(KDIR)" \
+	   "(linux-headers-$$(uname -r), or make deps)"; \
+	 elif [ -f $(KDIR)/.config ] && \
+	      ! grep -q '^CONFIG_VHOST_TASK=y' $(KDIR)/.config; then \
+	   echo "make: module not built: $(KRELEASE) has no vhost_task" \
+	   "(Linux 6.11 and later); libmemprepop works without it"; \
+	 else $(MAKE) --no-print-directory module; fi
 	@if [ -n "$(KSRC_TAR)" ]; then $(MAKE) --no-print-directory selftests; \
 	 else echo "make: selftests not built: no linux-source-6.1" \
 	   "(make deps installs it)"; fi
@@ -135,6 +142,8 @@ VM_INITRD	:= $(B)/vm/initramfs.cpio
 KSFT_INSTALL	:= $(B)/vm/kselftest
 
 $(VM_KO): $(MODULE_SRC)
+	@test -n "$(VM_KVER)" || { echo "no $(VM_SERIES) kernel installed" \
+		"(make deps installs it)" >&2; exit 1; }
 	@echo "module: building for the test VM's $(VM_KVER)"
 	@scripts/build-module $(VM_KDIR) $(B)/vm/mod
 
@@ -148,20 +157,15 @@ ksft-install: selftests
 $(VM_INITRD): $(VM_KO) lib tool examples ksft-install
 	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM_KO)
 
-# The same for the second kernel
-VM2_KO		:= $(B)/vm-$(VM2_SERIES)/mod/kmod/memprepop.ko
-VM2_INITRD	:= $(B)/vm-$(VM2_SERIES)/initramfs.cpio
+# Debian 12's 6.1, without the module
+OLD_INITRD	:= $(B)/vm-$(OLD_SERIES)/initramfs.cpio
 
-$(VM2_KO): $(MODULE_SRC)
-	@test -n "$(VM2_KVER)" || { echo "no $(VM2_SERIES) kernel installed" \
+$(OLD_INITRD): $(VM_INITRD)
+	@test -n "$(OLD_KVER)" || { echo "no $(OLD_SERIES) kernel installed" \
 		"(make deps installs it)" >&2; exit 1; }
-	@echo "module: building for the test VM's $(VM2_KVER)"
-	@scripts/build-module /lib/modules/$(VM2_KVER)/build $(B)/vm-$(VM2_SERIES)/mod
+	testvm/mkinitramfs $(B) $(KSRC) $@ none /lib/modules/$(OLD_KVER)
 
-$(VM2_INITRD): $(VM2_KO) $(VM_INITRD)
-	testvm/mkinitramfs $(B) $(KSRC) $@ $(VM2_KO)
-
-# make vm [KERNEL=6.12|7] [RUN='...'] [EXTRA=file...]: boot the test VM
+# make vm [KERNEL=6.1|7] [RUN='...'] [EXTRA=file...]: boot the test VM
 # The newest 7.x Debian has (trixie-backports, found at run time), the
 # module built in the trixie build root against its headers, the image and
 # modules unpacked into the cache (testvm/debian-kernel). kernel.env holds
@@ -186,11 +190,13 @@ $(VM3_INITRD): $(VM3_KO) $(VM_INITRD)
 .PHONY: FORCE
 FORCE:
 
-# KERNEL=6.12 (VM2_SERIES) or 7 (VM3_SERIES: Debian's newest 7.x, whose
-# version and image kernel.env gives at run time); Debian 12's 6.1 otherwise
+# KERNEL=7 (VM3_SERIES: Debian's newest 7.x, whose version and image
+# kernel.env gives at run time) or 6.1 (OLD_SERIES: no module); Debian 12's
+# 6.12 otherwise
 RUN_VM3		= $(filter $(VM3_SERIES),$(KERNEL))
-RUN_KVER	= $(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_KVER),$(VM_KVER))
-RUN_INITRD	= $(if $(RUN_VM3),$(VM3_INITRD),$(if $(filter $(VM2_SERIES),$(KERNEL)),$(VM2_INITRD),$(VM_INITRD)))
+RUN_OLD		= $(filter $(OLD_SERIES),$(KERNEL))
+RUN_KVER	= $(if $(RUN_OLD),$(OLD_KVER),$(VM_KVER))
+RUN_INITRD	= $(if $(RUN_VM3),$(VM3_INITRD),$(if $(RUN_OLD),$(OLD_INITRD),$(VM_INITRD)))
 # For a recipe: what sets the kernel up (. kernel.env), and the bench's
 # --vm arguments after the initramfs
 RUN_ENV		= $(if $(RUN_VM3),. $(VM3_ENV) &&)
@@ -207,7 +213,7 @@ demo: deps
 	testvm/run --initrd $(VM_INITRD) --kver $(VM_KVER) \
 		--run '/usr/share/memprepop/demo'
 
-# make bench [QUICK=1]: on this host; make bench-vm [KERNEL=6.12]: in the
+# make bench [QUICK=1]: on this host; make bench-vm [KERNEL=7]: in the
 # test VM, with the module. Results: results/*.md, *.json, *.png
 bench: deps
 	+$(MAKE) --no-print-directory $(BENCH) tool

@@ -48,9 +48,9 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 					 ARRAY_SIZE(pages));
 		long got, i;
 
-		got = mpp_get_user_pages_remote(req->mm, start, nr,
-						FOLL_FORCE | FOLL_NOFAULT,
-						pages, NULL);
+		got = get_user_pages_remote(req->mm, start, nr,
+					    FOLL_FORCE | FOLL_NOFAULT, pages,
+					    NULL);
 		if (got <= 0) {
 			start += PAGE_SIZE;
 			continue;
@@ -91,9 +91,8 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
 {
 	long got;
 
-	got = mpp_get_user_pages_remote(mm, addr, nr,
-					FOLL_WRITE | FOLL_HWPOISON, NULL,
-					locked);
+	got = get_user_pages_remote(mm, addr, nr, FOLL_WRITE | FOLL_HWPOISON,
+				    NULL, locked);
 	mpp_lru_add_drain();
 	return got;
 }

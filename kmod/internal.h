@@ -10,17 +10,15 @@
  *               killed, and telling whoever waits for them
  *   pool.c      the threads of a process, bounded and kept; their work in
  *               steps
- *   kthread.c   workers as kernel threads, or
- *   vtask.c     workers as user worker threads of the caller (vhost_task):
- *               one of the two is built in (Kbuild)
+ *   vtask.c     a worker's thread: a user worker thread of the caller
+ *               (vhost_task)
  *   fault.c     faulting a chunk in, as madvise_populate() does, as the
  *               caller or as a worker
  *   outcome.c   how far each range got: done chunks, failures, kills,
  *               progress
  *   plan.c      the ranges cut into segments and chunks, which nodes' workers
  *               serve each, claiming and handing back chunks
- *   policy.c    placement: the nodes a policy puts a page on; workers fault
- *               with the caller's task policy
+ *   policy.c    placement: the nodes the caller's faults put a page on
  *   uapi.c      every copy from and to user space of the ioctls, for
  *               main.c (a call's input and outputs), outcome.c (progress
  *               while it runs) and populate.c (a request frees the ranges
@@ -32,6 +30,17 @@
  */
 #ifndef _MEMPREPOP_INTERNAL_H
 #define _MEMPREPOP_INTERNAL_H
+
+/* Workers are vhost_tasks (vtask.c): without them, no module */
+#include "probes.h"
+#ifndef MPP_HAVE_VHOST_TASK
+#ifdef MPP_HAVE_VHOST_TASK_CONFIG
+#error "vhost_task_create() is not 6.11's: memprepop needs 6.11's vhost_task"
+#else
+/* libmemprepop populates without the module there */
+#error "no vhost_task (Linux 6.11 and later, CONFIG_VHOST_TASK)"
+#endif
+#endif
 
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -69,11 +78,6 @@ struct vm_area_struct;
 #define MPP_GUP_BATCH		512UL
 /* How often the caller tells @control its progress and reads @cancel */
 #define MPP_SYNC_MS		100
-/*
- * How long a cancelled call waits for its workers to stop at their next
- * batch before it kills them out of a wait of their own
- */
-#define MPP_CANCEL_GRACE_MS	300
 /* How long a process waits for a stopped thread to leave its thread list */
 #define MPP_UNLIST_MS		1000
 
@@ -83,7 +87,6 @@ struct vm_area_struct;
  *	follow between chunks (mpp_identity_follow())
  * @cred: the caller's credentials when it called, for capable() and fsuid
  *	checks
- * @memcg: the memory cgroup charged for page cache and kernel memory
  * @sched: the caller's scheduling policy, priority, nice and clamps
  * @ioprio: the caller's I/O priority, IOPRIO_DEFAULT when it set none
  * @make_it_fail: the caller's fault-injection filter
@@ -93,7 +96,6 @@ struct vm_area_struct;
 struct mpp_identity {
 	struct task_struct *task;
 	const struct cred *cred;
-	struct mem_cgroup *memcg;
 	struct sched_attr sched;
 	int ioprio;
 	int make_it_fail;
@@ -105,17 +107,10 @@ struct mpp_identity {
  * @cred: its own credentials
  * @followed: the caller's credentials it moved to since, referenced, or
  *	NULL
- * @memcg: a kernel thread's own active memory cgroup
- * @followed_memcg: the caller's memory cgroup a kernel thread moved to
- *	since, or NULL
- * @pol: a kernel thread's copy of the caller's task policy, installed
  */
 struct mpp_identity_saved {
 	const struct cred *cred;
 	const struct cred *followed;
-	struct mem_cgroup *memcg;
-	struct mem_cgroup *followed_memcg;
-	struct mempolicy *pol;
 };
 
 /**
@@ -158,8 +153,6 @@ struct mpp_call {
  *	failure, or the end of what the plan could cover; under
  *	&mpp_outcome.lock
  * @err: the errno of the failure at @stop_at
- * @hole_at: the first hole the plan stepped over, on kernels whose
- *	madvise() goes on past holes (compat.h); @end when none
  * @first_seg: index of its first segment in the plan
  * @nr_segs: its segments
  * @first_chunk: index of its first chunk among all the plan's chunks
@@ -174,7 +167,6 @@ struct mpp_range {
 	int bad;
 	unsigned long stop_at;
 	int err;
-	unsigned long hole_at;
 	unsigned int first_seg;
 	unsigned int nr_segs;
 	unsigned long first_chunk;
@@ -233,15 +225,22 @@ struct mpp_chunk {
  * @caller_node: the node the caller ran on when it called
  * @by_cpu: the caller has no task policy, or a local one: where a range has
  *	no VMA policy, its fault places pages on its CPU's node
- * @task_pol: the memory policy workers fault with where a range has no VMA
- *	policy: a copy of the caller's task policy, or, when it has none or a
- *	local one, a preferred-node policy for the caller's node, which does
- *	not depend on where the faulting thread runs
+ * @mode: the caller's task policy's mode, when not @by_cpu
+ * @flags: its mode flags
+ * @home_node: its home node, or NUMA_NO_NODE
+ * @nodes: its nodes; when @by_cpu, the caller's node
+ *
+ * A worker faults with its own task policy, which the kernel copied from
+ * the thread that created it: @mode, @flags, @home_node and @nodes say
+ * whether that is the calling thread's (mpp_pool_take()).
  */
 struct mpp_placement {
 	int caller_node;
 	bool by_cpu;
-	struct mempolicy task_pol;
+	unsigned short mode;
+	unsigned short flags;
+	int home_node;
+	nodemask_t nodes;
 };
 
 /**
@@ -275,15 +274,12 @@ struct mpp_plan {
  * @node_pages: pages it found per node, its row of &mpp_outcome.node_pages;
  *	NULL without statistics
  * @cpus: the CPUs it runs on, which it moves itself to when it begins
- * @working: its thread still works for the request, so mpp_kill() may
- *	signal it; under &mpp_crew.lock
  */
 struct mpp_worker {
 	struct mpp_request *req;
 	struct mpp_thread *thread;
 	struct mpp_identity_saved saved;
 	bool entered;
-	bool working;
 	int node;
 	bool away;
 	unsigned int next_seg;
@@ -301,7 +297,8 @@ struct mpp_worker {
  * @sized: workers wanted in all: at most this many are found
  * @active: workers still running
  * @wq: the caller waits here for the workers and for handoffs
- * @lock: protects the workers' @working and @poll_wq
+ * @lock: protects @poll_wq, and orders a kill before the workers' writes
+ *	of @control (mpp_kill())
  * @poll_wq: in the background, the file's poll wait queue until the file
  *	reaps or gives up the request (mpp_notify_detach()), told when the
  *	request wants to be reaped
@@ -317,7 +314,7 @@ struct mpp_crew {
 	unsigned int sized;
 	atomic_t active;
 	wait_queue_head_t wq;
-	spinlock_t lock;	/* the workers' @working, @poll_wq */
+	spinlock_t lock;	/* @poll_wq; a kill against @control */
 	struct wait_queue_head *poll_wq;
 	struct eventfd_ctx *eventfd;
 };
@@ -421,7 +418,6 @@ struct mpp_request *mpp_populate_start(struct mpp_call *call,
 				       struct wait_queue_head *poll_wq,
 				       struct mpp_pools *pools);
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
-bool mpp_populate_leave(struct mpp_request *req);
 bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);
 
@@ -495,60 +491,15 @@ struct mpp_thread *mpp_thread_create(struct mpp_pools *pools,
 				     struct mpp_pool *pool, int nid,
 				     unsigned int index,
 				     const struct mpp_placement *place);
-void mpp_thread_discard(struct mpp_thread *t);
-struct task_struct *mpp_thread_task(struct mpp_thread *t);
-void mpp_thread_kill(struct mpp_thread *t);
 void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		      void *arg);
 
-/**
- * struct mpp_kind - what kind of thread a worker is: kthread.c or vtask.c,
- *	one of which Kbuild builds in as mpp_kind
- * @name: for /sys/class/misc/memprepop/workers
- * @own_policy: its task policy is its own (a user worker thread's, made
- *	by the kernel), not the caller's
- * @create: in the caller's context, a thread that runs @fn(@arg) in a loop,
- *	sleeping while it returns false, and @killed(@arg) if its process
- *	kills it; returns it, running or ready to, or an ERR_PTR()
- * @task: NULL, or its task_struct, for @adopt and its CPUs
- * @wake: wake it for work; may be called under a spinlock
- * @stop: stop it, wait until it is gone (off its process's thread list),
- *	free it; in its process's context, for a thread not at work (idle,
- *	or dying with its process)
- * @kill: NULL, or end the waits of its work that only a fatal signal ends
- * @work_done: NULL, or in the thread, after its work, forget what @kill did
- * @adopt: NULL, or in the caller's context, make a thread not yet at work
- *	the caller's beyond what identity.c does
- * @enter: NULL, or in the thread, before its first fault for a request
- * @follow: NULL, or in the thread between chunks, follow the caller
- * @leave: NULL, or in the thread, after its last fault for a request
- * @disown: NULL, or after @leave or a failed @adopt, out of the caller's
- *	cgroups
- * @disowned: NULL, or in the thread, did @disown succeed?
- */
-struct mpp_kind {
-	const char *name;
-	bool own_policy;
-	struct mpp_task *(*create)(bool (*fn)(void *arg),
-				   void (*killed)(void *arg), void *arg,
-				   int nid, unsigned int index);
-	struct task_struct *(*task)(struct mpp_task *task);
-	void (*wake)(struct mpp_task *task);
-	void (*stop)(struct mpp_task *task);
-	void (*kill)(struct mpp_task *task);
-	void (*work_done)(void);
-	int (*adopt)(const struct mpp_identity *id, struct task_struct *task);
-	int (*enter)(const struct mpp_identity *id, struct mm_struct *mm,
-		     const struct mpp_placement *place,
-		     struct mpp_identity_saved *saved);
-	int (*follow)(const struct mpp_identity *id, struct mm_struct *mm,
-		      struct mpp_identity_saved *saved);
-	void (*leave)(struct mm_struct *mm, struct mpp_identity_saved *saved);
-	void (*disown)(struct task_struct *task);
-	bool (*disowned)(void);
-};
-
-extern const struct mpp_kind mpp_kind;
+/* vtask.c: a worker's thread, as vhost's: created, woken, stopped */
+struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
+				  void (*killed)(void *arg), void *arg, int nid,
+				  unsigned int index);
+void mpp_vtask_wake(struct mpp_task *vt);
+void mpp_vtask_stop(struct mpp_task *vt);
 
 /* plan.c */
 int mpp_plan_make(struct mpp_request *req);
@@ -569,9 +520,8 @@ int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
 
 /* policy.c */
 void mpp_policy_init(struct mpp_placement *place);
-bool mpp_policy_nodes_at(const struct mpp_placement *place,
-			 struct vm_area_struct *vma, unsigned long addr,
-			 unsigned long *end, nodemask_t *nodes);
+bool mpp_policy_vma_nodes(const struct mpp_placement *place,
+			  struct vm_area_struct *vma, nodemask_t *nodes);
 
 /* fault.c */
 int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
@@ -591,17 +541,13 @@ void mpp_control_sync(struct mpp_request *req, bool caller);
 int mpp_outcome_finish(struct mpp_request *req);
 
 /* identity.c */
-void mpp_identity_init(struct mpp_identity *id, struct mm_struct *mm);
+void mpp_identity_init(struct mpp_identity *id);
 void mpp_identity_destroy(struct mpp_identity *id);
-int mpp_identity_adopt(struct mpp_identity *id, struct task_struct *task);
-int mpp_identity_enter(struct mpp_identity *id, struct mm_struct *mm,
-		       const struct mpp_placement *place,
+int mpp_identity_enter(struct mpp_identity *id,
 		       struct mpp_identity_saved *saved);
-void mpp_identity_leave(struct mm_struct *mm,
-			struct mpp_identity_saved *saved);
-int mpp_identity_follow(struct mpp_identity *id, struct mm_struct *mm,
-			struct mpp_identity_saved *saved);
-void mpp_identity_disown(struct task_struct *task);
+void mpp_identity_leave(struct mpp_identity_saved *saved);
+void mpp_identity_follow(struct mpp_identity *id,
+			 struct mpp_identity_saved *saved);
 bool mpp_identity_may_write(const struct mpp_identity *id,
 			    struct vm_area_struct *vma);
 

@@ -181,16 +181,16 @@ static struct mpp_request *mpp_file_take_left(struct mpp_file *f,
 
 /*
  * The calling thread leaves @req for a signal: kept on the file to be
- * resumed, when it can be (mpp_populate_leave()), else let go. Calls left
- * by threads that have exited since are let go.
+ * resumed (its workers go on meanwhile, or stop with its process), else,
+ * without memory to keep it, let go. Calls left by threads that have
+ * exited since are let go.
  */
 static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
 {
-	struct mpp_left *l = NULL, *old, *tmp;
+	struct mpp_left *l, *old, *tmp;
 	LIST_HEAD(gone);
 
-	if (mpp_populate_leave(req))
-		l = kmalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
+	l = kmalloc(sizeof(*l), GFP_KERNEL_ACCOUNT);
 	if (!l) {
 		mpp_file_let_go(req, true);
 		return;

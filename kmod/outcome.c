@@ -170,8 +170,7 @@ void mpp_control_sync(struct mpp_request *req, bool caller)
  * How far a range got: the end of what is populated from its start. Chunks
  * below the lowest failure all complete unless the request was killed, so
  * it is the start of the first chunk that did not complete, or the failure
- * in it, or where a kill stopped it; never past the lowest failure, nor
- * past a hole the plan stepped over.
+ * in it, or where a kill stopped it; never past the lowest failure.
  */
 static unsigned long mpp_outcome_end(struct mpp_request *req,
 				     const struct mpp_range *range)
@@ -184,7 +183,7 @@ static unsigned long mpp_outcome_end(struct mpp_request *req,
 	if (range->bad)
 		return range->start;
 	if (!mpp_plan_undone(&req->plan, range, out->chunk_done, &undone))
-		return min3(end, stop_at, range->hole_at);
+		return min(end, stop_at);
 	end = undone.start;
 	if (stop_at >= undone.start && stop_at < undone.end)
 		end = stop_at;
@@ -193,7 +192,7 @@ static unsigned long mpp_outcome_end(struct mpp_request *req,
 		if (out->partial[i].chunk == undone.index)
 			end = out->partial[i].addr;
 	spin_unlock(&out->lock);
-	return min3(end, stop_at, range->hole_at);
+	return min(end, stop_at);
 }
 
 /* The result of one range, as a call of that range alone would report it */
@@ -208,8 +207,6 @@ static int mpp_outcome_error(struct mpp_request *req,
 		return req->out.abort_err;
 	if (range->stop_at < range->end)
 		return range->err;
-	if (range->hole_at < range->end)
-		return -ENOMEM;
 	return -EINTR;
 }
 

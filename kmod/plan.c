@@ -19,7 +19,6 @@
 #include <linux/slab.h>
 #include <linux/userfaultfd_k.h>
 
-#include "compat.h"
 #include "internal.h"
 
 /**
@@ -163,9 +162,8 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
  * Plan one range: walk its VMAs once. A mapping that cannot be populated
  * ends the range's plan there, and the range is stopped at that address
  * with madvise's errno for it: everything below is still populated. A hole
- * does the same where the running kernel's madvise() stops at holes; before
- * 6.9 it is stepped over and remembered, as madvise() remembers ENOMEM and
- * goes on (compat.h). Returns 0, -EINTR, -E2BIG or -ENOMEM.
+ * does the same, with ENOMEM, as madvise's populate (since 6.9) stops at
+ * the first. Returns 0, -EINTR, -E2BIG or -ENOMEM.
  */
 static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 			  struct mpp_planner *pl)
@@ -188,13 +186,7 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 				return -EINTR;
 			cond_resched();
 		}
-		if (!vma && !MPP_HOLES_STOP) {
-			range->hole_at = min(range->hole_at, addr);
-			vma = find_vma(mm, addr);
-			if (!vma || vma->vm_start >= range->end)
-				break;
-			addr = vma->vm_start;
-		}
+		/* A hole ends it, as madvise's populate ends at one */
 		if (!vma) {
 			mpp_plan_stop(range, addr, -ENOMEM);
 			break;
@@ -205,8 +197,7 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 			break;
 		}
 		end = min(range->end, vma->vm_end);
-		by_cpu = mpp_policy_nodes_at(&req->place, vma, addr, &end,
-					     &nodes);
+		by_cpu = mpp_policy_vma_nodes(&req->place, vma, &nodes);
 		err = mpp_add_segment(plan, pl, range, addr, end, &nodes,
 				      by_cpu, vma_kernel_pagesize(vma),
 				      userfaultfd_armed(vma));

@@ -2,28 +2,28 @@
 /*
  * memprepop: placement. Works out, for a run of a mapping, the nodes its
  * pages will be placed on by the memory policy the caller's own fault would
- * use, and makes the workers fault with the caller's task policy rather
- * than their own.
+ * use, so that workers on those nodes' CPUs fault it.
  *
  * A page fault takes the VMA's policy (for shmem, the file's shared policy
  * at that offset), else the faulting task's policy, else the faulting CPU's
- * node. For ranges without a VMA policy, a kernel-thread worker faults with
- * a copy of the caller's task policy installed as its own (kthread.c); when
- * the caller has none, with a preferred-node policy for the caller's node,
- * which is what the caller's default policy amounts to. A user worker
- * thread has its own copy of its creator's policy, made by the kernel
- * (vtask.c): where the caller has none, it places pages on the node of its
- * CPU, so only workers on the caller's node's CPUs fault such ranges
+ * node. A worker has its own copy of its creator's task policy, made by the
+ * kernel (vtask.c), and is used only where that is the calling thread's
+ * (mpp_pool_take()); where the caller has none, it places pages on the node
+ * of its CPU, so only workers on the caller's node's CPUs fault such ranges
  * (mpp_plan_serve()).
+ *
+ * A shmem file's shared policy is not looked up (the lookup and the put of
+ * what it returns are not exported): a shmem mapping is planned by its
+ * VMA's policy, which mbind() on it sets along with the file's, else by
+ * the caller's task policy. The kernel's fault still places each page by
+ * the file's policy; where another mapping set a different one, workers of
+ * other nodes than the pages' may fault them (Documentation/design.rst).
  */
-#include <linux/cpuset.h>
 #include <linux/mempolicy.h>
 #include <linux/mm.h>
-#include <linux/rbtree.h>
 #include <linux/sched/task.h>
-#include <linux/shmem_fs.h>
+#include <linux/topology.h>
 
-#include "compat.h"
 #include "internal.h"
 
 /**
@@ -32,53 +32,46 @@
  */
 void mpp_policy_init(struct mpp_placement *place)
 {
-	struct mempolicy *pol = &place->task_pol;
+	struct mempolicy *pol;
 
 	place->caller_node = numa_node_id();
+	place->mode = MPOL_DEFAULT;
+	place->flags = 0;
+	place->home_node = NUMA_NO_NODE;
+	nodes_clear(place->nodes);
 	/* Under task_lock: a cpuset change rebinds the policy in place */
 	task_lock(current);
-	place->by_cpu = !current->mempolicy ||
-			current->mempolicy->mode == MPOL_LOCAL;
+	pol = current->mempolicy;
+	place->by_cpu = !pol || pol->mode == MPOL_LOCAL;
 	if (!place->by_cpu) {
-		*pol = *current->mempolicy;
-	} else {
-		pol->mode = MPOL_PREFERRED;
-		/*
-		 * The kernel's default policy (preferred_node_policy[]) moves
-		 * a page towards the CPU whose NUMA hinting fault finds it
-		 * elsewhere, noting the faulting task in it: a worker's
-		 * hinting faults do so as the caller's own would. An
-		 * MPOL_LOCAL caller's policy has no such flags.
-		 */
-		pol->flags = current->mempolicy ? current->mempolicy->flags :
-			     MPOL_F_MOF | MPOL_F_MORON;
-		pol->home_node = NUMA_NO_NODE;
-		nodes_clear(pol->nodes);
-		node_set(numa_mem_id(), pol->nodes);
-		/* As mpol_new() sets it, for a rebind while it is installed */
-		pol->w.cpuset_mems_allowed = cpuset_current_mems_allowed;
+		place->mode = pol->mode;
+		place->flags = pol->flags;
+		place->home_node = pol->home_node;
+		place->nodes = pol->nodes;
 	}
 	task_unlock(current);
-	atomic_set(&pol->refcnt, 1);
+	if (place->by_cpu)
+		node_set(numa_mem_id(), place->nodes);
 }
 
 /*
- * The nodes @pol places pages on when the caller faults them. Returns true
- * when that is the node of whichever CPU faults them (a local policy).
+ * The nodes a policy of @mode over @pnodes places pages on when the caller
+ * faults them. Returns true when that is the node of whichever CPU faults
+ * them (a default or local policy).
  */
 static bool mpp_policy_nodes(const struct mpp_placement *place,
-			     const struct mempolicy *pol, nodemask_t *nodes)
+			     unsigned short mode, int home_node,
+			     const nodemask_t *pnodes, nodemask_t *nodes)
 {
 	nodes_clear(*nodes);
-	if (pol && (pol->mode == MPOL_PREFERRED ||
-		    mpp_mode_is_interleave(pol->mode))) {
-		*nodes = pol->nodes;
-	} else if (pol && (pol->mode == MPOL_BIND ||
-			   pol->mode == MPOL_PREFERRED_MANY)) {
-		if (pol->home_node != NUMA_NO_NODE)
-			node_set(pol->home_node, *nodes);
+	if (mode == MPOL_PREFERRED || mode == MPOL_INTERLEAVE ||
+	    mode == MPOL_WEIGHTED_INTERLEAVE) {
+		*nodes = *pnodes;
+	} else if (mode == MPOL_BIND || mode == MPOL_PREFERRED_MANY) {
+		if (home_node != NUMA_NO_NODE)
+			node_set(home_node, *nodes);
 		else
-			*nodes = pol->nodes;
+			*nodes = *pnodes;
 	}
 	/* Default and local: the node of the CPU the caller faults on */
 	if (!nodes_empty(*nodes))
@@ -87,90 +80,26 @@ static bool mpp_policy_nodes(const struct mpp_placement *place,
 	return true;
 }
 
-/*
- * The caller's task policy: a worker of a kind with a policy of its own
- * places by its CPU where the caller has none
- */
-static bool mpp_task_nodes(const struct mpp_placement *place,
-			   nodemask_t *nodes)
-{
-	mpp_policy_nodes(place, &place->task_pol, nodes);
-	return place->by_cpu && mpp_kind.own_policy;
-}
-
-static bool mpp_vma_is_shmem(struct vm_area_struct *vma)
-{
-	/* vma_is_shmem() is not exported; shmem_mapping() is, or inline */
-	return vma->vm_file && shmem_mapping(vma->vm_file->f_mapping);
-}
-
-/*
- * A shmem file's policy is per offset, in a tree of ranges. Look up the one
- * at @addr without a reference (mpol_put() is not exported): under the
- * tree's lock the policy is alive, and only its nodes are read. Lowers *end
- * to where that policy, or the lack of one, ends.
- */
-static bool mpp_shmem_nodes(const struct mpp_placement *place,
-			    struct vm_area_struct *vma, unsigned long addr,
-			    unsigned long *end, nodemask_t *nodes)
-{
-	struct shared_policy *sp = &SHMEM_I(file_inode(vma->vm_file))->policy;
-	pgoff_t pgoff = vma->vm_pgoff + ((addr - vma->vm_start) >> PAGE_SHIFT);
-	struct sp_node *hit = NULL, *above = NULL;
-	pgoff_t run_end = ULONG_MAX;
-	struct rb_node *n;
-	bool by_cpu;
-
-	read_lock(&sp->lock);
-	for (n = sp->root.rb_node; n;) {
-		struct sp_node *p = rb_entry(n, struct sp_node, nd);
-
-		if (pgoff >= p->end) {
-			n = n->rb_right;
-		} else if (pgoff < p->start) {
-			above = p;
-			n = n->rb_left;
-		} else {
-			hit = p;
-			break;
-		}
-	}
-	if (hit) {
-		by_cpu = mpp_policy_nodes(place, hit->policy, nodes);
-		run_end = hit->end;
-	} else {
-		by_cpu = mpp_task_nodes(place, nodes);
-		if (above)
-			run_end = above->start;
-	}
-	read_unlock(&sp->lock);
-
-	if (run_end - pgoff < (*end - addr) >> PAGE_SHIFT)
-		*end = addr + ((run_end - pgoff) << PAGE_SHIFT);
-	return by_cpu;
-}
-
 /**
- * mpp_policy_nodes_at() - the nodes the caller's faults at @addr go to
+ * mpp_policy_vma_nodes() - the nodes the caller's faults in @vma go to
  * @place: the caller's placement context
- * @vma: the mapping at @addr, under mmap_lock
- * @addr: where the run starts
- * @end: where it ends at most; lowered to where that placement ends
+ * @vma: a mapping of the caller's, under mmap_lock
  * @nodes: set to the nodes
  *
- * The VMA's policy, a shmem file's policy at that offset, else the caller's
- * task policy, else the caller's node.
+ * The VMA's policy, else the caller's task policy, else the caller's node.
  *
  * Return: true when only a thread on a CPU of the caller's node places them
  * there (a local policy, or a worker's own where the caller has none).
  */
-bool mpp_policy_nodes_at(const struct mpp_placement *place,
-			 struct vm_area_struct *vma, unsigned long addr,
-			 unsigned long *end, nodemask_t *nodes)
+bool mpp_policy_vma_nodes(const struct mpp_placement *place,
+			  struct vm_area_struct *vma, nodemask_t *nodes)
 {
-	if (mpp_vma_is_shmem(vma))
-		return mpp_shmem_nodes(place, vma, addr, end, nodes);
-	if (vma->vm_policy)
-		return mpp_policy_nodes(place, vma->vm_policy, nodes);
-	return mpp_task_nodes(place, nodes);
+	const struct mempolicy *pol = vma->vm_policy;
+
+	if (pol)
+		return mpp_policy_nodes(place, pol->mode, pol->home_node,
+					&pol->nodes, nodes);
+	mpp_policy_nodes(place, place->mode, place->home_node, &place->nodes,
+			 nodes);
+	return place->by_cpu;
 }

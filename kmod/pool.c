@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * memprepop: the threads that work for a process through one open file,
- * kept between its calls, and stopped only by that process. What kind of
- * thread they are (a kernel thread, or a user worker thread of the
- * process) is the business of kthread.c or vtask.c, one of which is built
- * in behind struct mpp_kind; the kind runs the loop and calls back the
- * function it was given at creation, and never calls into this file.
+ * kept between its calls, and stopped only by that process. Each is a
+ * user worker thread of the process (vtask.c), which runs vhost's loop and
+ * calls back the function it was given at creation, and never calls into
+ * this file.
  *
  * Ownership is vhost's: a thread belongs to one pool, the threads of one
  * process on one file, and only that process's own context creates, stops
@@ -14,8 +13,7 @@
  * one, and nothing is shared between pools: there is no idle cache, no
  * reclaim and no bound across processes. A process's threads on a file are
  * bounded by the CPUs it may run on when it calls; beyond that they count
- * as its threads do (a user worker thread is forked, against pids.max and
- * RLIMIT_NPROC; a kernel thread is attached to its cgroups, kthread.c).
+ * as its threads do (each is forked, against pids.max and RLIMIT_NPROC).
  *
  * Creating a thread and placing it costs more than a small populate call,
  * so a pool's threads stay, idle, between calls, until the process closes
@@ -82,12 +80,12 @@ enum mpp_thread_state {
 /**
  * struct mpp_thread - a worker thread
  * @node: in &mpp_pool.threads
- * @task: the thread, as the kind made it
+ * @task: the thread (vtask.c)
  * @pools: the file's pools, for their lock and wait queue
  * @pool: its pool
  * @nid: the node it was created on
- * @place: where its faults place pages without a VMA policy, for a kind
- *	whose threads keep their creator's task policy
+ * @place: where its faults place pages without a VMA policy: it keeps
+ *	its creator's task policy
  * @state: where it is, under &mpp_pools.lock
  * @held: a crew holds it, which starts it or gives it back; a dead thread
  *	still held is stopped by the crew
@@ -109,14 +107,10 @@ struct mpp_thread {
 	bool begun;
 };
 
-/*
- * Do threads stay, idle, between a process's calls? A kernel thread would
- * count against nothing while idle (kthread.c): only user worker threads,
- * which count as their process's threads, stay.
- */
+/* Do threads stay, idle, between a process's calls? (keep_workers) */
 static bool mpp_pool_keeps(void)
 {
-	return mpp_kind.own_policy && READ_ONCE(keep_workers);
+	return READ_ONCE(keep_workers);
 }
 
 static void mpp_thread_set_state(struct mpp_thread *t,
@@ -152,7 +146,7 @@ static struct mpp_pool *mpp_pool_find(struct mpp_pools *pools,
 
 /*
  * Stop @t and free it: in its process's own context, with nobody else
- * holding it. The kind's stop waits for a thread that is neither at work
+ * holding it. vtask.c's stop waits for a thread that is neither at work
  * nor held: idle in its loop, or dying with its process.
  */
 static void mpp_thread_stop(struct mpp_thread *t)
@@ -163,7 +157,7 @@ static void mpp_thread_stop(struct mpp_thread *t)
 	list_del(&t->node);
 	t->pool->nr--;
 	spin_unlock(&pools->lock);
-	mpp_kind.stop(t->task);
+	mpp_vtask_stop(t->task);
 	kfree(t);
 	wake_up_all(&pools->wq);
 }
@@ -253,17 +247,13 @@ struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 static bool mpp_thread_serves(const struct mpp_thread *t,
 			      const struct mpp_placement *place)
 {
-	const struct mempolicy *have = &t->place.task_pol;
-	const struct mempolicy *want = &place->task_pol;
+	const struct mpp_placement *have = &t->place;
 
-	/* A kernel thread takes on each request's policy (kthread.c) */
-	if (!mpp_kind.own_policy)
-		return true;
-	if (place->by_cpu || t->place.by_cpu)
-		return place->by_cpu == t->place.by_cpu;
-	return have->mode == want->mode && have->flags == want->flags &&
-	       have->home_node == want->home_node &&
-	       nodes_equal(have->nodes, want->nodes);
+	if (place->by_cpu || have->by_cpu)
+		return place->by_cpu == have->by_cpu;
+	return have->mode == place->mode && have->flags == place->flags &&
+	       have->home_node == place->home_node &&
+	       nodes_equal(have->nodes, place->nodes);
 }
 
 /**
@@ -315,7 +305,7 @@ static void mpp_thread_end_work(struct mpp_thread *t,
 }
 
 /*
- * The function the kind's loop calls, in the thread: one step of its work.
+ * The function vhost's loop calls, in the thread: one step of its work.
  * Returns false when it has none, to sleep.
  */
 static bool mpp_thread_fn(void *data)
@@ -336,8 +326,6 @@ static bool mpp_thread_fn(void *data)
 	if (t->ops->step(t->arg))
 		return true;
 	mpp_thread_end_work(t, &ops, &arg);
-	if (mpp_kind.work_done)
-		mpp_kind.work_done();
 	spin_lock(&pools->lock);
 	mpp_thread_set_state(t, MPP_THREAD_IDLE);
 	spin_unlock(&pools->lock);
@@ -352,8 +340,8 @@ static bool mpp_thread_fn(void *data)
 }
 
 /*
- * The kind calls this in the thread when its process kills it (a user
- * worker thread of a process that exits or execs), before it exits: the
+ * vtask.c calls this in the thread when its process kills it (a process
+ * that exits or execs), before it exits: the
  * work it had is ended, and its process stops it.
  */
 static void mpp_thread_killed(void *data)
@@ -415,8 +403,8 @@ struct mpp_thread *mpp_thread_create(struct mpp_pools *pools,
 	t->place = *place;
 	t->state = MPP_THREAD_HELD;
 	t->held = true;
-	task = mpp_kind.create(mpp_thread_fn, mpp_thread_killed, t, nid,
-			       index);
+	task = mpp_vtask_create(mpp_thread_fn, mpp_thread_killed, t, nid,
+				index);
 	if (IS_ERR(task))
 		goto out_free;
 	t->task = task;
@@ -432,47 +420,6 @@ out_unreserve:
 	pool->nr--;
 	spin_unlock(&pools->lock);
 	return NULL;
-}
-
-/**
- * mpp_thread_discard() - a held thread that will not be used after all
- * @t: a thread from mpp_thread_create() or mpp_pool_take(), not started
- *
- * In its process's context: back to its pool, idle, or stopped when its
- * workers are not kept or it is dead.
- */
-void mpp_thread_discard(struct mpp_thread *t)
-{
-	struct mpp_pools *pools = t->pools;
-	bool stop;
-
-	spin_lock(&pools->lock);
-	stop = t->state == MPP_THREAD_DEAD || t->pool->flushing ||
-	       !mpp_pool_keeps();
-	if (!stop) {
-		mpp_thread_set_state(t, MPP_THREAD_IDLE);
-		t->held = false;
-	}
-	spin_unlock(&pools->lock);
-	if (stop)
-		mpp_thread_stop(t);
-}
-
-/* The task of @t, to make it the caller's before it starts */
-struct task_struct *mpp_thread_task(struct mpp_thread *t)
-{
-	return mpp_kind.task ? mpp_kind.task(t->task) : NULL;
-}
-
-/**
- * mpp_thread_kill() - end the waits of @t's work that only a fatal signal
- * ends, where its kind can without ending its process
- * @t: a thread at work, held there by its crew's lock
- */
-void mpp_thread_kill(struct mpp_thread *t)
-{
-	if (mpp_kind.kill)
-		mpp_kind.kill(t->task);
 }
 
 /**
@@ -496,7 +443,7 @@ void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
 		mpp_thread_set_state(t, MPP_THREAD_WORKING);
 		t->held = false;
 		/* Under the lock: it is not stopped before it is woken */
-		mpp_kind.wake(t->task);
+		mpp_vtask_wake(t->task);
 		spin_unlock(&pools->lock);
 		return;
 	}
@@ -510,7 +457,7 @@ void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
  * @pools: the file's pools
  *
  * In its context, where its threads do not stay between calls (module
- * parameter keep_workers, or kernel threads), its idle ones stop.
+ * parameter keep_workers), its idle ones stop.
  */
 void mpp_pools_trim(struct mpp_pools *pools)
 {

@@ -53,7 +53,7 @@ static struct mpp_request *mpp_request_alloc(struct mpp_call *call)
 	mmgrab(current->mm);
 	req->mm = current->mm;
 	req->tgid = get_pid(task_tgid(current));
-	mpp_identity_init(&req->id, req->mm);
+	mpp_identity_init(&req->id);
 	return req;
 }
 
@@ -130,30 +130,11 @@ out_put:
 }
 
 /*
- * A cancelled request: its workers stop at their next batch, so that
- * @populated stays exact, and are waited for. Kernel threads still at work
- * after MPP_CANCEL_GRACE_MS are in a wait of their own (a file system that
- * does not answer): they are killed, which ends such a wait, and waited
- * for again. A user worker thread cannot be killed alone: it is waited
- * for, as a thread of the caller inside madvise() would be.
- */
-static void mpp_cancelled_wait_on(struct mpp_request *req,
-				  unsigned long *deadline)
-{
-	if (!*deadline) {
-		*deadline = jiffies + msecs_to_jiffies(MPP_CANCEL_GRACE_MS);
-		return;
-	}
-	if (time_after_eq(jiffies, *deadline))
-		mpp_kill(req);
-}
-
-/*
  * The caller has a signal to take that is not fatal: a stop, a ptrace
  * trap, a freezer, a handler. Its workers take theirs between chunks; it
  * leaves its wait to take its own, once the call has run MPP_SYNC_MS, and
- * the restarted syscall resumes the call where it was
- * (mpp_populate_leave()): a caller signalled however often (a profiling
+ * the restarted syscall resumes the call where it was (main.c keeps it on
+ * the file meanwhile): a caller signalled however often (a profiling
  * timer, say) still gets its call done.
  */
 /* Its workers are done, or handed it a chunk */
@@ -173,8 +154,11 @@ static bool mpp_caller_interrupted(const struct mpp_request *req)
  * workers hand back, until the last worker is done. Every wait ends at a
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
  * @control, a cancel is read from it, and the caller looks whether it is
- * to stop. Once the request is cancelled, its workers are waited for as
- * mpp_cancelled_wait_on() says.
+ * to stop. Once the request is cancelled, its workers stop at their next
+ * batch, so that @populated stays exact, and are waited for, killably: one
+ * in a wait of a file system that does not answer is waited for as a
+ * thread of the caller inside madvise() would be (a worker cannot be
+ * killed alone: a fatal signal is its process's).
  *
  * Returns 0, -EINTR when the caller was killed (the workers are then not
  * waited for), -ERESTARTNOINTR when it has another signal to take, or with
@@ -182,7 +166,7 @@ static bool mpp_caller_interrupted(const struct mpp_request *req)
  */
 static int mpp_caller_work(struct mpp_request *req, bool nowait)
 {
-	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS), deadline = 0;
+	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS);
 	u64 *node_pages = req->out.node_pages;
 	struct mpp_plan *plan = &req->plan;
 	unsigned int next_seg = 0;
@@ -214,8 +198,6 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			return 0;
 		if (nowait)
 			return -EAGAIN;
-		if (READ_ONCE(req->killed))
-			mpp_cancelled_wait_on(req, &deadline);
 		/* A signal the call is too young to leave for: not a spin */
 		if (signal_pending(current))
 			wait_event_killable_timeout(req->crew.wq,
@@ -230,31 +212,6 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			return -ERESTARTNOINTR;
 		mpp_control_sync(req, true);
 	}
-}
-
-/**
- * mpp_populate_leave() - the calling thread leaves its call for a signal
- * @req: the request of a synchronous call, for which mpp_populate_finish()
- *	returned -ERESTARTNOINTR
- *
- * Workers that are the caller's threads go on meanwhile, or stop with its
- * process between chunks: the call can be resumed by calling
- * mpp_populate_finish() again once the thread has taken its signal.
- * Kernel threads are not stopped with the caller's process: the call is
- * cancelled, and they are waited for, killably, to leave their chunks, so
- * that none is left working in its cgroups while they are frozen (which
- * 6.1's freezer does not count again once the thread leaves); the call then
- * starts anew.
- *
- * Return: true when @req can be resumed.
- */
-bool mpp_populate_leave(struct mpp_request *req)
-{
-	if (!mpp_kind.kill)
-		return true;
-	mpp_kill(req);
-	wait_event_killable(req->crew.wq, mpp_crew_done(req));
-	return false;
 }
 
 /**
@@ -296,8 +253,8 @@ bool mpp_populate_orphaned(struct mpp_request *req)
  * Return: 0 or the negative errno documented for %MEMPREPOP_IOC_POPULATE;
  * with @nowait, -EAGAIN when workers are still at work, nothing worked
  * out; -ERESTARTNOINTR, nothing worked out, when the caller has another
- * signal to take: a call is left (mpp_populate_leave()), a background
- * request goes on.
+ * signal to take: a call is left, to be resumed by calling this again once
+ * the thread has taken its signal; a background request goes on.
  */
 int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
@@ -329,7 +286,7 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
  *
  * Return: the request, with one reference for the caller, whose outcome
  * the edge writes, or which the caller left for a signal (*@ret
- * -ERESTARTNOINTR: nothing is written, mpp_populate_leave()); NULL when the
+ * -ERESTARTNOINTR: nothing is written); NULL when the
  * call failed before it had an outcome.
  */
 struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pools *pools,

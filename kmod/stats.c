@@ -62,11 +62,11 @@ static const struct attribute_group mpp_stats_group = {
 	.attrs = mpp_stats_attrs,
 };
 
-/* "vhost_task": the caller's own threads (vtask.c); "kthread": kthread.c */
+/* "vhost_task": the workers are the caller's own threads (vtask.c) */
 static ssize_t workers_show(struct device *dev, struct device_attribute *attr,
 			    char *buf)
 {
-	return sysfs_emit(buf, "%s\n", mpp_kind.name);
+	return sysfs_emit(buf, "vhost_task\n");
 }
 static DEVICE_ATTR_RO(workers);
 

@@ -89,7 +89,6 @@ static void mpp_uapi_range_init(struct mpp_range *range, u64 addr, u64 len)
 		range->end = addr;
 	}
 	range->stop_at = range->end;
-	range->hole_at = range->end;
 }
 
 /**

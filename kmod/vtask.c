@@ -3,7 +3,9 @@
  * memprepop: workers as user worker threads of the calling process
  * (vhost_task: 6.11 and later, with CONFIG_VHOST_TASK, as
  * probe/vhost_task.c finds), the way vhost's workers are its owner's
- * threads.
+ * threads. The module builds only where it finds them: on older kernels
+ * libmemprepop populates with threads of its own (MADV_POPULATE_WRITE),
+ * as fast there (Documentation/performance.rst).
  *
  * Such a thread is the caller's by construction: it is created by the
  * calling thread as one of its process's threads (CLONE_THREAD, CLONE_VM),
@@ -27,10 +29,6 @@
  * RLIMIT_RTTIME checked: the kernel checks it at the return to user mode,
  * which a vhost_task never reaches (security.rst).
  */
-/* The one kind this kernel builds (probe/vhost_task.c) */
-#include "probes.h"
-
-#ifdef MPP_HAVE_VHOST_TASK
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/jiffies.h>
@@ -107,8 +105,14 @@ static void mpp_vtask_wait_unlisted(struct mpp_task *vt)
 		usleep_range_state(20, 100, TASK_KILLABLE);
 }
 
-/* Stop it and wait until it is gone */
-static void mpp_vtask_stop(struct mpp_task *vt)
+/**
+ * mpp_vtask_stop() - stop a worker thread and wait until it is gone
+ * @vt: the thread, which is freed
+ *
+ * In its process's own context (its call, the file's release, its exit),
+ * or in the release of a file its process left behind.
+ */
+void mpp_vtask_stop(struct mpp_task *vt)
 {
 	vhost_task_stop(vt->vtsk);
 	/* Its pid, set by itself, is ordered by the stop, which waited */
@@ -132,9 +136,9 @@ static void mpp_vtask_stop(struct mpp_task *vt)
  *
  * Return: the task, or an ERR_PTR().
  */
-static struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
-					 void (*killed)(void *arg), void *arg,
-					 int nid, unsigned int index)
+struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
+				  void (*killed)(void *arg), void *arg, int nid,
+				  unsigned int index)
 {
 	char name[TASK_COMM_LEN];
 	struct vhost_task *vtsk;
@@ -165,17 +169,11 @@ static struct mpp_task *mpp_vtask_create(bool (*fn)(void *arg),
 	return vt;
 }
 
-static void mpp_vtask_wake(struct mpp_task *vt)
+/**
+ * mpp_vtask_wake() - wake a worker thread to call its function
+ * @vt: the thread
+ */
+void mpp_vtask_wake(struct mpp_task *vt)
 {
 	vhost_task_wake(vt->vtsk);
 }
-
-const struct mpp_kind mpp_kind = {
-	.name		= "vhost_task",
-	.own_policy	= true,
-	.create		= mpp_vtask_create,
-	.wake		= mpp_vtask_wake,
-	.stop		= mpp_vtask_stop,
-};
-
-#endif /* MPP_HAVE_VHOST_TASK */

@@ -27,7 +27,6 @@
 #include <linux/slab.h>
 #include <linux/topology.h>
 
-#include "compat.h"
 #include "internal.h"
 
 /**
@@ -90,7 +89,7 @@ void mpp_notify(struct mpp_request *req)
 	if (crew->poll_wq) {
 		wake_up_poll(crew->poll_wq, EPOLLIN | EPOLLRDNORM);
 		if (crew->eventfd)
-			mpp_eventfd_signal(crew->eventfd);
+			eventfd_signal(crew->eventfd);
 	}
 	spin_unlock(&crew->lock);
 }
@@ -115,25 +114,17 @@ void mpp_notify_detach(struct mpp_request *req)
  * @req: the request: its caller has a fatal signal, its file was released,
  *	or its process is gone
  *
- * As mpp_cancel(), and a worker that waits where only a fatal signal ends
- * the wait (a page lock, a userfaultfd handler, a file system's read), as
- * a thread of the caller would in madvise(), is sent SIGKILL, which ends
- * the wait and nothing else: workers allow no other signal and take no
- * action on it (pool.c). A page the fault path faulted just before it saw
- * the signal may then go uncounted, as for a killed madvise(): after a
- * kill, @populated is a lower bound.
+ * As mpp_cancel(), under the crew's lock: once it returns, no worker
+ * writes the caller's @control any more (mpp_control_sync()). A worker in
+ * a wait that only a fatal signal ends (a page lock, a userfaultfd
+ * handler, a file system's read) stays in it until its process is killed,
+ * as a thread of the caller inside madvise() would.
  */
 void mpp_kill(struct mpp_request *req)
 {
-	struct mpp_crew *crew = &req->crew;
-	unsigned int i;
-
-	spin_lock(&crew->lock);
+	spin_lock(&req->crew.lock);
 	mpp_cancel(req);
-	for (i = 0; i < crew->nr_workers; i++)
-		if (crew->workers[i].working)
-			mpp_thread_kill(crew->workers[i].thread);
-	spin_unlock(&crew->lock);
+	spin_unlock(&req->crew.lock);
 }
 
 /**
@@ -186,10 +177,9 @@ static void mpp_worker_begin(void *data)
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
 
-	w->entered = !mpp_identity_enter(&req->id, req->mm, &req->place,
-					 &w->saved);
+	w->entered = !mpp_identity_enter(&req->id, &w->saved);
 	if (w->entered && set_cpus_allowed_ptr(current, w->cpus)) {
-		mpp_identity_leave(req->mm, &w->saved);
+		mpp_identity_leave(&w->saved);
 		w->entered = false;
 	}
 }
@@ -208,31 +198,17 @@ static bool mpp_worker_step(void *data)
 	    !mpp_plan_claim(req, w->node, w->away, &w->next_seg, &chunk))
 		return false;
 	mpp_worker_chunk(w, &chunk);
-	return !mpp_identity_follow(&req->id, req->mm, &w->saved);
+	mpp_identity_follow(&req->id, &w->saved);
+	return true;
 }
 
-/* mpp_kill() signals its thread no more: it may go to other work */
-static void mpp_worker_detach(struct mpp_worker *w)
-{
-	struct mpp_crew *crew = &w->req->crew;
-
-	spin_lock(&crew->lock);
-	w->working = false;
-	spin_unlock(&crew->lock);
-}
-
-/*
- * Itself again, out of the caller's cgroups before the call can end, and
- * out of the request's reach
- */
+/* Itself again */
 static void mpp_worker_end(void *data)
 {
 	struct mpp_worker *w = data;
 
 	if (w->entered)
-		mpp_identity_leave(w->req->mm, &w->saved);
-	mpp_identity_disown(current);
-	mpp_worker_detach(w);
+		mpp_identity_leave(&w->saved);
 }
 
 /* The request is told that this worker is done with it */
@@ -241,8 +217,6 @@ static void mpp_worker_done(void *data)
 	struct mpp_worker *w = data;
 	struct mpp_request *req = w->req;
 
-	/* For work never begun, which mpp_worker_end() did not end */
-	mpp_worker_detach(w);
 	if (atomic_dec_and_test(&req->crew.active))
 		mpp_notify(req);
 	mpp_request_put(req);
@@ -348,16 +322,13 @@ out_free:
  * Make thread @t worker @w for node @nid: the caller's, to run on the CPUs
  * of node @on that the caller may use. Not yet running.
  */
-static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
-			   struct mpp_thread *t, int nid, int on)
+static void mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
+			    struct mpp_thread *t, int nid, int on)
 {
-	struct task_struct *task = mpp_thread_task(t);
 	struct mpp_outcome *out = &req->out;
-	int ret;
 
 	w->req = req;
 	w->thread = t;
-	w->working = true;
 	w->node = nid;
 	w->away = on != nid;
 	w->node_pages = NULL;
@@ -365,12 +336,8 @@ static int mpp_worker_init(struct mpp_request *req, struct mpp_worker *w,
 	if (out->node_pages)
 		w->node_pages = out->node_pages +
 				(w - req->crew.workers + 1) * out->nr_stat_nodes;
-	/* The worker moves to its CPUs itself, after a cpuset attach here */
-	ret = mpp_identity_adopt(&req->id, task);
-	if (ret)
-		return ret;
+	/* The worker moves to its CPUs itself */
 	cpumask_and(w->cpus, current->cpus_ptr, cpumask_of_node(on));
-	return 0;
 }
 
 /**
@@ -422,12 +389,7 @@ static bool mpp_worker_add(struct mpp_request *req, struct mpp_crew_pool *cp,
 	t = mpp_worker_thread(req, cp, on, index, &reused);
 	if (!t)
 		return false;
-	if (mpp_worker_init(req, w, t, nid, on)) {
-		/* Not kept, nor ended, in the caller's cgroups */
-		mpp_identity_disown(mpp_thread_task(t));
-		mpp_thread_discard(t);
-		return false;
-	}
+	mpp_worker_init(req, w, t, nid, on);
 	mpp_stats_workers(!reused, reused);
 	crew->nr_workers++;
 	return true;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * vhost_task, built in and with the callback that tells it was killed
- * (6.11): the workers are the caller's own threads (vtask.c), else kernel
- * threads (kthread.c).
+ * (6.11): the workers are the caller's own threads (vtask.c); without it
+ * the module does not build.
  * vhost_task_create() is exported whenever it is built (CONFIG_VHOST_TASK,
  * selected by CONFIG_VHOST).
  */

@@ -3,7 +3,7 @@
  * The kernel builds vhost_task (CONFIG_VHOST_TASK, 6.4 and later), whatever
  * the signature of vhost_task_create(): where vhost_task.c, the probe of
  * the one signature vtask.c knows, fails beside this one, the build says
- * so rather than fall back to kernel threads unseen.
+ * that the signature is the problem.
  */
 #include <linux/kconfig.h>
 

@@ -250,10 +250,10 @@ struct memprepop_control {
  *
  * Faults in, writable, every page of [addr, addr + len) of the calling
  * process, or of each of @ranges, exactly as madvise(MADV_POPULATE_WRITE) by
- * the caller would on the running kernel (holes included: before 6.9 madvise
- * steps over them and fails with ENOMEM at the end, from 6.9 it stops at the
- * first), each page on the node its memory policy selects, by workers that
- * carry the caller's credentials, cgroups, limits and scheduling attributes.
+ * the caller would on the running kernel (the first hole stops it with
+ * ENOMEM), each page on the node its memory policy selects, by workers that
+ * are threads of the calling process and carry its credentials and
+ * scheduling attributes.
  * One set of workers serves all ranges, each chunk faulted on its memory's
  * node. Only a fatal signal interrupts it, at once. A stop (SIGSTOP, a
  * ptrace trap, the cgroup freezer, suspend) reaches the caller within about
