@@ -312,13 +312,10 @@ TEST_F_TIMEOUT(caller, rttime_soft_applies_to_the_call, SLOW)
  * when a thread of the process returns to user mode: madvise's thread
  * gets it as its call returns; the ioctl's workers, the process's own
  * threads, use the CPU while the calling thread only waits, and the
- * calling thread gets it once it computes. A kernel thread's CPU time is
- * its own, never the process's (security.rst).
+ * calling thread gets it once it computes.
  */
 TEST_F_TIMEOUT(caller, cpu_limit_applies_to_workers, SLOW)
 {
-	if (!workers_are_threads())
-		SKIP(return, "kernel threads: their CPU time is not the process's (security.rst)");
 	for (int by_ioctl = 0; by_ioctl < 2; by_ioctl++) {
 		long committed = meminfo_field("Committed_AS");
 		struct rusage ru;
@@ -967,7 +964,7 @@ static void *populate_256m(void *arg)
 
 /*
  * Four threads calling at once get no more workers between them than the
- * process has CPUs: kernel threads are bounded per process, however many
+ * process has CPUs: workers are bounded per process, however many
  * callers.
  */
 TEST_F_TIMEOUT(caller, threads_bounded_per_process, SLOW)
@@ -1223,12 +1220,6 @@ TEST_F_TIMEOUT(caller, workers_join_callers_numa_group, SLOW)
 
 	if (access(balancing_knobs[0][0], W_OK))
 		SKIP(return, "no NUMA balancing in this kernel");
-	/*
-	 * A kernel thread now lives for one call, too short for NUMA
-	 * balancing to group it: a worker that stays is what joins
-	 */
-	if (!workers_stay())
-		SKIP(return, NOT_KEPT ": none lives long enough to be grouped");
 	if (numa_group_of(getpid()) < 0)
 		SKIP(return, "/proc/PID/sched shows no numa_group_id");
 	for (unsigned int i = 0; i < NR_KNOBS; i++)

@@ -100,16 +100,11 @@ TEST_F(cg, cpu_time_in_callers_cgroup)
 	       after - before, own_usec, stat_usec);
 	EXPECT_LE(2, req.workers);
 	/*
-	 * The workers were busy for most of the call, on the cgroup's clock;
-	 * and on the caller's own, when they are its threads
+	 * The workers, its threads, were busy for most of the call, on the
+	 * cgroup's clock and on the caller's own
 	 */
-	if (workers_are_threads()) {
-		EXPECT_LT((long)(req.nsecs / 1000), own_usec);
-		EXPECT_LT((long)(req.nsecs / 1000), stat_usec);
-	} else {
-		EXPECT_LT((long)(req.nsecs / 1000) / 2,
-			  after - before - own_usec);
-	}
+	EXPECT_LT((long)(req.nsecs / 1000), own_usec);
+	EXPECT_LT((long)(req.nsecs / 1000), stat_usec);
 	munmap(p, len);
 }
 
@@ -254,9 +249,8 @@ static int pm_test_freezer(void)
 /*
  * memory.oom.group, as Kubernetes and systemd's OOMPolicy=kill set it, with
  * memory.max below the range: the group kill takes the caller's processes,
- * as with madvise, and never a worker (a kernel thread marked a victim is
- * never unmarked, and suspend could not freeze again): the kernel log names
- * no worker, and the suspend freezer succeeds afterwards.
+ * as with madvise, workers with them as its threads: the kernel log names
+ * no worker as a victim, and the suspend freezer succeeds afterwards.
  */
 TEST_F(cg, oom_group_kills_the_caller_not_its_workers)
 {
@@ -372,9 +366,8 @@ static pid_t frz_start(const char *frz, int devfd, size_t len, int how,
 
 /*
  * Freezing a cgroup whose process keeps idle workers: cgroup.events says
- * frozen within a second, as for a process whose threads only did madvise.
- * The workers leave (a kernel thread cannot be frozen by cgroup v2); the
- * next call gets new ones.
+ * frozen within a second, as for a process whose threads only did madvise:
+ * its idle workers, its threads, are frozen with it.
  */
 TEST_F(cg, freeze_with_idle_kept_workers)
 {
@@ -395,12 +388,7 @@ TEST_F(cg, freeze_with_idle_kept_workers)
 	ASSERT_LE(0, pid);
 	close(fd);
 	ASSERT_EQ(1, read(tell[0], &status, 1));
-	/* Kernel threads do not stay: then none is there to hold it up */
-	if (workers_stay()) {
-		EXPECT_LE(1, scan_workers(NULL, 0));
-	} else {
-		EXPECT_EQ(0, scan_workers(NULL, 0));
-	}
+	EXPECT_LE(1, scan_workers(NULL, 0));
 	t = cg_freeze_wait(frz, "1", 10);
 	TH_LOG("frozen in %.3f s with %d idle kept workers", t,
 	       scan_workers(NULL, 0));
@@ -462,9 +450,6 @@ TEST_F_TIMEOUT(cg, freeze_during_a_request_like_madvise, 3600)
  * are the caller's own threads, they are frozen between chunks and the
  * freeze completes within a second, mid-request (the process has less
  * than the range resident while frozen); thawed, the request completes.
- * Kernel threads cannot be frozen by a cgroup, and 6.1 does not count the
- * cgroup again when they leave it: there the freeze only completes after a
- * thaw (Documentation/security.rst).
  */
 TEST_F_TIMEOUT(cg, freeze_during_a_background_request, 3600)
 {
@@ -476,8 +461,6 @@ TEST_F_TIMEOUT(cg, freeze_during_a_background_request, 3600)
 	pid_t pid;
 
 	RETURN_IF_SKIPPED();
-	if (!workers_are_threads())
-		SKIP(return, "kernel threads: no cgroup freezes them (security.rst)");
 	ASSERT_EQ(0, cg_freezable(self->path, frz, sizeof(frz)));
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, pipe(tell));
@@ -759,11 +742,6 @@ TEST_F_TIMEOUT(cg, page_tables_charged_like_madvise, 3600)
  * pids.events as a fork's would. A refused fork shows one over the limit
  * for an instant (the pids controller charges, then takes the charge back),
  * and so does a refused worker: a sample may catch that, once per refusal.
- * Kernel-thread workers (6.1) are charged as vhost charged its kernel
- * threads, by attaching them, which does not look at pids.max: there the
- * test checks the charge (pids.current up by the workers while they work,
- * back once the call is over) and that the call succeeds, and says the
- * limit is not held (security.rst).
  */
 TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 {
@@ -831,20 +809,11 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 		TH_LOG("pids.max current+%d: %ld workers, pids.events max +%ld",
 		       room, workers_started() - w0,
 		       cg_read(self->path, "pids.events", "max") - events0);
-		if (workers_are_threads()) {
-			EXPECT_GE(room, workers_started() - w0);
-			/* The worker not started was refused as a fork is */
-			EXPECT_LT(events0,
-				  cg_read(self->path, "pids.events", "max"));
-		}
-		/*
-		 * A kernel thread counts while it works; once the call is done
-		 * it is back in the root cgroups, even one that stays (the
-		 * cgroup freezer could not freeze this cgroup with it inside).
-		 * A thread of the caller that stays counts as a pthread does.
-		 */
-		EXPECT_EQ(base + (workers_are_threads() ?
-				  workers_started() - w0 : 0),
+		EXPECT_GE(room, workers_started() - w0);
+		/* The worker not started was refused as a fork is */
+		EXPECT_LT(events0, cg_read(self->path, "pids.events", "max"));
+		/* A worker that stays counts as a pthread does */
+		EXPECT_EQ(base + workers_started() - w0,
 			  cg_read(self->path, "pids.current", NULL));
 		close(fd);
 		madvise(p, len, MADV_DONTNEED);
@@ -856,13 +825,6 @@ TEST_F_TIMEOUT(cg, pids_max_never_exceeded, 3600)
 	TH_LOG("pids.current at most %ld (%ld samples over), pids.max %ld+1",
 	       seen[0], seen[1], base);
 	EXPECT_LT(0, seen[0]);
-	if (!workers_are_threads()) {
-		/* Charged while they work, as vhost's kernel threads were */
-		EXPECT_LT(base + 1, seen[0]);
-		cg_write(self->path, "pids.max", "max");
-		munmap(p, len);
-		SKIP(return, "kernel-thread workers: charged to pids.current, pids.max not checked (security.rst)");
-	}
 	/* At most the three refusals' instants, never a worker's lifetime */
 	EXPECT_GE(3, seen[1]);
 	EXPECT_GE(base + 2, seen[0]);
@@ -927,7 +889,7 @@ static void *nothing(void *arg)
  * RLIMIT_NPROC at what an unprivileged user already runs: pthread_create()
  * is refused with EAGAIN, and so is every worker that is the caller's own
  * thread; the call still populates all of its 256 MiB, by the caller
- * alone. Kernel threads are not counted against it (security.rst).
+ * alone.
  */
 TEST(nproc_refuses_workers_like_pthread_create)
 {
@@ -936,8 +898,6 @@ TEST(nproc_refuses_workers_like_pthread_create)
 	pid_t pid;
 
 	ASSERT_LE(0, fd);
-	if (!workers_are_threads())
-		SKIP(return, "kernel threads: RLIMIT_NPROC does not count them (security.rst)");
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {

@@ -298,8 +298,6 @@ TEST_F_TIMEOUT(lifetime, kept_worker_idle_once_reaped, SLOW)
 
 	if (!variant->len)
 		SKIP(return, "once is enough");
-	if (!workers_stay())
-		SKIP(return, NOT_KEPT);
 	ASSERT_TRUE(workers_gone(30));
 	r.fd = open_dev();
 	ASSERT_LE(0, r.fd);
@@ -454,31 +452,11 @@ static int start_large_request(void)
 	return fd;
 }
 
-/* Waits up to @secs for every worker alive to be idle: true when they are */
-static bool workers_idle(double secs)
-{
-	struct worker_stat ws[64];
-	double t0 = now();
-
-	for (;;) {
-		int n = scan_workers(ws, 64), busy = 0;
-
-		for (int i = 0; i < n && i < 64; i++)
-			busy += !worker_idle(&ws[i]);
-		if (!busy)
-			return true;
-		if (now() - t0 > secs)
-			return false;
-		usleep(10 * 1000);
-	}
-}
-
 /*
  * What a process that inherited the file finds once the request's process
  * is gone: poll() does not report it (a level-triggered loop would spin),
  * the wait has nothing to reap, and the file takes a request of its own.
- * The request's workers stop with the old image when they are its threads;
- * kernel threads stop at the end of the new image's next call (its wait).
+ * The request's workers, threads of the old image, stop with it.
  * Returns 0, or the number of the check that failed.
  */
 static int orphan_checks(int fd)
@@ -490,7 +468,7 @@ static int orphan_checks(int fd)
 	if (!p)
 		return 10;
 	/* Its workers stop as its mm goes; give them time, then look */
-	if (workers_stay() ? !workers_gone(30) : !workers_idle(30))
+	if (!workers_gone(30))
 		return 11;
 	if (readable(fd, 300))
 		return 12;
@@ -502,9 +480,6 @@ static int orphan_checks(int fd)
 		return 15;
 	if (bg_wait(fd, 0, &result) || result || req.populated != 4096)
 		return 16;
-	/* Kept with the file where they stay; otherwise gone after the wait */
-	if (!workers_stay() && !workers_gone(5))
-		return 17;
 	return 0;
 }
 

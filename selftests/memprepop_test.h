@@ -485,29 +485,6 @@ static inline void *map_anon_both(size_t len)
 }
 
 /* Workers the module has started so far, from its sysfs counters */
-/*
- * Are the module's workers threads of the caller (vhost_task) rather than
- * kernel threads? What /sys/class/misc/memprepop/workers says.
- */
-static inline bool workers_are_threads(void)
-{
-	char buf[32] = "";
-
-	read_file("/sys/class/misc/memprepop/workers", buf, sizeof(buf));
-	return !strncmp(buf, "vhost_task", 10);
-}
-
-/*
- * Do workers stay, idle, between a process's calls? Threads of the caller
- * do; kernel threads, which would count against nothing idle, do not.
- */
-static inline bool workers_stay(void)
-{
-	return workers_are_threads();
-}
-
-#define NOT_KEPT	"kernel threads do not stay between calls (design.rst)"
-
 static inline long workers_started(void)
 {
 	return read_long("/sys/class/misc/memprepop/stats/workers_started");

@@ -225,7 +225,7 @@ TEST_F(place, default_is_callers_node)
 	}
 }
 
-/* The task policy of the caller, not of a kernel thread */
+/* The task policy of the calling thread, not of whoever created a worker */
 TEST_F(place, task_bind)
 {
 	struct memprepop_populate req;

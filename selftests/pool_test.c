@@ -45,8 +45,6 @@ TEST_F_TIMEOUT(pool, kept_between_calls, SLOW)
 	long started, reused;
 	int fd, idle;
 	char *p = map_anon(len);
-	if (!workers_stay())
-		SKIP(return, NOT_KEPT);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(workers_gone(30));
@@ -97,8 +95,6 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 {
 	int status;
 	pid_t pid;
-	if (!workers_stay())
-		SKIP(return, NOT_KEPT);
 
 	ASSERT_TRUE(workers_gone(30));
 	pid = fork();
@@ -177,8 +173,6 @@ TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 	int sv[2], status, fd, kept;
 	char *p = map_anon(len);
 	pid_t pid;
-	if (!workers_stay())
-		SKIP(return, NOT_KEPT);
 
 	ASSERT_NE(NULL, p);
 	ASSERT_TRUE(workers_gone(30));
@@ -187,8 +181,7 @@ TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 	ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
 	kept = scan_workers(NULL, 0);
 	EXPECT_LE(1, kept);
-	if (workers_are_threads())
-		EXPECT_EQ(kept, own_workers());
+	EXPECT_EQ(kept, own_workers());
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -213,7 +206,7 @@ TEST_F_TIMEOUT(pool, passed_file_gets_its_own_workers, SLOW)
 		pthread_join(os.tid, NULL);
 		dprintf(1, "# the receiver's call: %u workers, %ld started, at most %d seen among its own threads\n",
 			req.workers, workers_started() - w0, os.most);
-		if (workers_are_threads() && os.most < 1)
+		if (os.most < 1)
 			_exit(7);
 		if (present_pages(q, len) != len / page_size())
 			_exit(4);
@@ -296,8 +289,6 @@ TEST_F_TIMEOUT(pool, idle_keepers_take_nothing_from_another, SLOW)
 	long started;
 	char *p;
 	int fd;
-	if (!workers_stay())
-		SKIP(return, NOT_KEPT);
 
 	if (ncpu < 2)
 		SKIP(return, "needs 2 CPUs");
@@ -348,39 +339,6 @@ TEST_F_TIMEOUT(pool, idle_keepers_take_nothing_from_another, SLOW)
 		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	}
 	EXPECT_TRUE(workers_gone(10));
-	munmap(p, len);
-}
-
-/*
- * Kernel threads do not stay: once a call returns, none of its workers is
- * left, and the next call creates its own.
- */
-TEST_F_TIMEOUT(pool, kernel_threads_do_not_stay, SLOW)
-{
-	size_t len = 64 * MiB;
-	struct memprepop_populate req;
-	char *p = map_anon(len);
-	long started;
-	int fd;
-
-	if (workers_stay())
-		SKIP(return, "workers that are the caller's threads stay");
-	ASSERT_NE(NULL, p);
-	ASSERT_TRUE(workers_gone(30));
-	fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	for (int i = 0; i < 2; i++) {
-		started = workers_started();
-		ASSERT_EQ(0, ioc_populate(fd, p, len, 0, &req));
-		TH_LOG("call %d: %u workers, %ld created, %d alive after it",
-		       i, req.workers, workers_started() - started,
-		       scan_workers(NULL, 0));
-		EXPECT_LE(1, req.workers);
-		EXPECT_EQ(req.workers, workers_started() - started);
-		EXPECT_EQ(0, scan_workers(NULL, 0));
-		madvise(p, len, MADV_DONTNEED);
-	}
-	close(fd);
 	munmap(p, len);
 }
 

@@ -233,9 +233,8 @@ FIXTURE_TEARDOWN(wing)
  * with one worker, munmap} for MEMPREPOP_STRESS_SECS (at most 30 s; 10 s
  * by default), 512 MiB of its memory touched beforehand so that each walk
  * of its mm is slow, while a thread of the test reads smaps_rollup and
- * numa_maps of every thread named "memprepop/" (the child's own when
- * workers are its threads, any process's when they are kernel threads). numa_maps takes a reference on
- * the thread's task policy: a worker that swaps its policy outside
+ * numa_maps of every thread of the child named "memprepop/". numa_maps
+ * takes a reference on the thread's task policy: a worker that swaps its policy outside
  * task_lock() frees it under the reader. Passes when nothing crashes and
  * the child's calls all succeed; KASAN in the debug kernel is what
  * catches the use-after-free. With the child's policy interleaved over
@@ -286,7 +285,7 @@ static ssize_t drain(const char *path)
 
 struct walker {
 	pthread_t tid;
-	pid_t pid;		/* whose threads to walk, 0: all processes' */
+	pid_t pid;		/* whose threads to walk */
 	volatile bool stop;
 	unsigned long files, passes;
 };
@@ -325,20 +324,9 @@ static void *walk(void *arg)
 	struct walker *w = arg;
 	char dir[32];
 
+	snprintf(dir, sizeof(dir), "%d", w->pid);
 	while (!w->stop) {
-		if (w->pid) {
-			snprintf(dir, sizeof(dir), "%d", w->pid);
-			walk_tasks(w, dir);
-		} else {
-			DIR *d = opendir("/proc");
-			struct dirent *e;
-
-			while (d && (e = readdir(d)))
-				if (isdigit((unsigned char)e->d_name[0]))
-					walk_tasks(w, e->d_name);
-			if (d)
-				closedir(d);
-		}
+		walk_tasks(w, dir);
 		w->passes++;
 	}
 	return NULL;
@@ -387,7 +375,7 @@ TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
 	if (!pid)
 		procwalk_child(variant->interleave,
 			       stress_secs(10) < 30 ? stress_secs(10) : 30);
-	w.pid = workers_are_threads() ? pid : 0;
+	w.pid = pid;
 	ASSERT_EQ(0, pthread_create(&w.tid, NULL, walk, &w));
 	took = wait_pid(pid, 180, &status, 0);
 	w.stop = true;
@@ -417,12 +405,8 @@ TEST_F_TIMEOUT(procwalk, proc_maps_of_workers_read_while_they_work, SLOW)
  * as fast as madvise's: their 90th percentile within three times
  * madvise's, or within 0.2 s (a 2-vCPU guest under TCG stalls a process
  * for a second or two now and then, whatever it runs: single rounds are
- * not compared). With kernel-thread workers (6.1) the 90th percentile
- * may be 5 s: the dying process's close of its file waits for its kernel
- * threads to end their part of the call, which moves each back to the
- * root cgroups (a cgroup migration, 2.1 s once here beside the hog under
- * TCG); its own threads it does not wait for beyond their exit, as for
- * any process. For MEMPREPOP_STRESS_SECS (5 s in make check, 120 s in
+ * not compared). The dying process does not wait for its workers beyond
+ * their exit, as for any thread of it. For MEMPREPOP_STRESS_SECS (5 s in make check, 120 s in
  * make check-debug; 15 s by default). A use-after-free of a request, a
  * pool or the file in the race is KASAN's to report, in the debug kernel.
  */
@@ -493,7 +477,7 @@ TEST_F_TIMEOUT(wing, kill_during_small_calls_is_reaped_at_once, SLOW)
 	int rounds = 0, stuck = 0, bad = 0, n[2] = { 0, 0 };
 	struct hog hog = { 0 };
 	double most[2], secs = stress_secs(15), t0, q[2];
-	double limit = workers_are_threads() ? 0.2 : 5;
+	double limit = 0.2;
 
 	ASSERT_TRUE(workers_gone(30));
 	ASSERT_EQ(0, pthread_create(&hog.tid, NULL, hog_spin, &hog));
@@ -1002,24 +986,18 @@ TEST_F_TIMEOUT(holders, close_of_a_passed_file_behind_a_stopped_owner_returns,
  * thread of the child (in the calling thread itself for ptrace) is timed
  * for comparison: its stop is only reported once madvise() is done.
  *
- * What is populated makes the call last: with kernel-thread workers a
- * FUSE file whose READs are held 3 s (the module ends a kernel thread's
- * killable wait; a call of anonymous memory is over in about a second
- * here); with workers that are the caller's threads 512 MiB of anonymous
- * memory, interleaved (a worker per node's CPU), since such a worker
- * joins a group stop between chunks only, as a madvise() thread does
- * between calls: one waiting on a held READ would hold the stop up 3 s
- * whatever the module does.
+ * What is populated makes the call last: 512 MiB of anonymous memory,
+ * interleaved (a worker per node's CPU). A worker joins a group stop
+ * between chunks only, as a madvise() thread does between calls: one
+ * waiting on a READ that a FUSE server holds would hold the stop up for as
+ * long, whatever the module does.
  */
 enum stop_how { STOP_SYNC, STOP_BACKGROUND, STOP_SIGUSR1, STOP_PTRACE };
 
-#define STOP_ANON_LEN	(512 * MiB)
-#define STOP_FUSE_LEN	(16 * MiB)
+#define STOP_LEN	(512 * MiB)
 
 FIXTURE(stop)
 {
-	struct fuse_server s;
-	bool fuse;
 };
 
 FIXTURE_VARIANT(stop)
@@ -1054,18 +1032,10 @@ FIXTURE_VARIANT_ADD(stop, ptrace_interrupt)
 
 FIXTURE_SETUP(stop)
 {
-	self->s.fd = -1;
-	/* Without FUSE, anonymous memory: a weaker test, but a test */
-	if (!workers_are_threads())
-		self->fuse = !fuse_server_start(&self->s, "wing");
 }
 
 FIXTURE_TEARDOWN(stop)
 {
-	if (self->s.fd < 0)
-		return;
-	fuse_release_reads(&self->s);
-	fuse_server_stop(&self->s);
 }
 
 static volatile sig_atomic_t usr1_seen;
@@ -1075,29 +1045,19 @@ static void on_usr1(int sig)
 	usr1_seen++;
 }
 
-/* Populates file @path (NULL: anonymous memory) one way or another */
-static void stop_child(enum stop_how how, bool by_ioctl, const char *path,
-		       int ready)
+/* Populates anonymous memory one way or another */
+static void stop_child(enum stop_how how, bool by_ioctl, int ready)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };	/* no SA_RESTART */
 	struct memprepop_populate req = { 0 };
-	size_t len = path ? STOP_FUSE_LEN : STOP_ANON_LEN;
+	size_t len = STOP_LEN;
 	int fd = open_dev(), ret, result = 0;
-	char *p = NULL;
+	char *p;
 
 	interleave_all();
-	if (path) {
-		int ffd = open(path, O_RDONLY);
-
-		if (ffd >= 0)
-			p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE, ffd, 0);
-		p = p == MAP_FAILED ? NULL : p;
-	} else {
-		p = map_anon(len);
-		if (p)
-			no_thp(p, len);
-	}
+	p = map_anon(len);
+	if (p)
+		no_thp(p, len);
 	if (fd < 0 || !p || sigaction(SIGUSR1, &sa, NULL) ||
 	    write(ready, "x", 1) != 1)
 		_exit(2);
@@ -1189,8 +1149,8 @@ kill:
 }
 
 /* A child stopped 200 ms into its call, by the ioctl or by madvise() */
-static void stop_run(enum stop_how how, bool by_ioctl, const char *path,
-		     double stop_limit, struct stop_run *r)
+static void stop_run(enum stop_how how, bool by_ioctl, double stop_limit,
+		     struct stop_run *r)
 {
 	int ready[2];
 	pid_t pid;
@@ -1203,7 +1163,7 @@ static void stop_run(enum stop_how how, bool by_ioctl, const char *path,
 	pid = fork();
 	if (!pid) {
 		close(ready[0]);
-		stop_child(how, by_ioctl, path, ready[1]);
+		stop_child(how, by_ioctl, ready[1]);
 	}
 	close(ready[1]);
 	if (pid > 0)
@@ -1213,25 +1173,16 @@ static void stop_run(enum stop_how how, bool by_ioctl, const char *path,
 
 TEST_F_TIMEOUT(stop, stop_during_a_call_is_reported_promptly, SLOW)
 {
-	char ref_path[96], ioc_path[96], *ref_file = NULL, *ioc_file = NULL;
 	struct stop_run ref, ioc;
 
 	ASSERT_TRUE(workers_gone(30));
-	if (self->fuse) {
-		ref_file = fuse_path(&self->s, 1, ref_path, sizeof(ref_path));
-		ioc_file = fuse_path(&self->s, 2, ioc_path, sizeof(ioc_path));
-		fuse_hold(&self->s, 3000);
-	}
-	stop_run(variant->how, false, ref_file, 60, &ref);
+	stop_run(variant->how, false, 60, &ref);
 	if (ref.seize_errno)
 		SKIP(return, "PTRACE_SEIZE: %s", strerror(ref.seize_errno));
 	ASSERT_TRUE(workers_gone(30));
-	if (self->fuse)
-		fuse_hold(&self->s, 3000);
-	stop_run(variant->how, true, ioc_file, 10, &ioc);
-	TH_LOG("%s at 0.2 s into populating %s: with madvise() the stop reported after %.3f s, the exit %.3f s after the resume; with the ioctl %.3f s (-1: not within 10 s), %.3f s",
-	       variant->what, self->fuse ? "a FUSE file held 3 s" :
-	       "512 MiB", ref.stop, ref.done, ioc.stop, ioc.done);
+	stop_run(variant->how, true, 10, &ioc);
+	TH_LOG("%s at 0.2 s into populating 512 MiB: with madvise() the stop reported after %.3f s, the exit %.3f s after the resume; with the ioctl %.3f s (-1: not within 10 s), %.3f s",
+	       variant->what, ref.stop, ref.done, ioc.stop, ioc.done);
 	EXPECT_TRUE(WIFEXITED(ref.status) && !WEXITSTATUS(ref.status))
 		TH_LOG("madvise: status %#x", ref.status);
 	EXPECT_LE(0, ioc.stop);
@@ -1494,9 +1445,7 @@ TEST_F_TIMEOUT(held, control_untouched_after_close, SLOW)
  * its chunks: where workers are the caller's threads, which nothing but
  * the process's death takes out of a held READ, the call returns only
  * after the READs are answered (as a thread of the caller inside madvise()
- * would); kernel threads are killed out of their wait, and the call
- * returns within 1 s of the cancel. madvise() has no cancel: nothing to
- * compare with.
+ * would). madvise() has no cancel: nothing to compare with.
  */
 struct canceller {
 	struct memprepop_control *ctl;
@@ -1557,7 +1506,7 @@ TEST_F_TIMEOUT(held, cancel_of_a_held_call_is_exact, SLOW)
 	       (unsigned long long)c.ctl->done, req.workers);
 	EXPECT_EQ(-ECANCELED, ret);
 	EXPECT_LT(0, c.at);
-	if (workers_are_threads() && req.workers) {
+	if (req.workers) {
 		EXPECT_LE(c.released, returned);
 	} else {
 		EXPECT_GT(1.0, returned - c.at);
@@ -1660,8 +1609,7 @@ TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
 	       failed[1], UNSHARE_TRIES, with_workers, failed[0], UNSHARE_TRIES);
 	EXPECT_EQ(0, failed[1]);
 	/* Else this tested nothing */
-	if (workers_are_threads())
-		EXPECT_LT(0, with_workers);
+	EXPECT_LT(0, with_workers);
 }
 
 /*
@@ -1671,9 +1619,7 @@ TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
  * child. Both must succeed with every page present, and the ioctl, whose
  * caller leaves for a signal once the call has run 100 ms, must not take
  * more than three times madvise's time (madvise is never left for a signal
- * that is not fatal); kernel-thread workers (6.1) are held only to
- * ending (below). Where workers are the caller's threads, the
- * restarted syscall resumes the call it left: the module's trace shows one
+ * that is not fatal). The restarted syscall resumes the call it left: the module's trace shows one
  * start for the whole call, however many signals it took. (A call started
  * anew at each signal walks again what it populated, and never ends where
  * that walk takes longer than the 100 ms: it did under KASAN.)
@@ -1768,17 +1714,6 @@ TEST_F_TIMEOUT(wing, call_under_a_signal_storm_completes, SLOW)
 	TH_LOG("madvise %.3f s, ioctl %.3f s under the timer; the ioctl's call started %d times (-1: no tracefs)",
 	       took[0], took[1], starts);
 	EXPECT_LT(0, took[0]);
-	/*
-	 * Kernel threads are not stopped with the caller: each leave cancels
-	 * the call, which starts anew (design.rst), and what a start costs
-	 * (kernel threads moved into the caller's cgroups and out, each move
-	 * an RCU grace period) is the guest's speed: 11 starts took 6.8 s
-	 * against madvise's 0.9 s once under TCG, 10 took under 3 times
-	 * madvise's in other runs. There only that the call ends, every page
-	 * present, is asserted.
-	 */
-	if (!workers_are_threads())
-		return;
 	EXPECT_LE(took[1], 3 * took[0]);
 	if (starts >= 0)
 		EXPECT_EQ(1, starts);

@@ -156,7 +156,7 @@ static inline int scan_one_worker(void *arg, const char *path, int tid)
 
 /*
  * The memprepop workers alive now, as /proc/PID/task/TID/stat shows them:
- * kernel threads, or threads of the processes they work for. Fills up to
+ * threads of the processes they work for. Fills up to
  * @max of @ws, returns how many there are.
  */
 static inline int scan_workers(struct worker_stat *ws, int max)
@@ -237,13 +237,12 @@ static inline int become_batch_nice5(void)
  * SCHED_BATCH at nice 5 to @bad.
  */
 /*
- * Waiting idle between calls ('I' a kernel thread, 'S' a vhost_task): such
- * a worker is nobody's, and shows the last caller's attributes until a
- * call takes it
+ * Waiting idle between calls (vhost's loop sleeps interruptibly): such a
+ * worker shows the last caller's attributes until a call takes it
  */
 static inline bool worker_idle(const struct worker_stat *ws)
 {
-	return ws->state == 'I' || ws->state == 'S';
+	return ws->state == 'S';
 }
 
 static inline void sample_batch_nice5(int *seen, int *bad)

@@ -269,8 +269,8 @@ for q in patched stock; do
 	fi
 done
 
-# The allowed CPUs of every memprepop worker, kernel thread or thread of
-# QEMU (vhost_task), one line each, while $tmp/done does not exist
+# The allowed CPUs of every memprepop worker (a thread of QEMU, a
+# vhost_task), one line each, while $tmp/done does not exist
 sample_workers() {
 	: > "$tmp/cpus"
 	while [ ! -e "$tmp/done" ]; do
