@@ -70,8 +70,10 @@ all: lib tool examples docs
 	@if [ ! -f $(KDIR)/Makefile ]; then \
 	   echo "make: module not built: no kernel build tree $(KDIR)" \
 	   "(linux-headers-$$(uname -r), or make deps)"; \
-	 elif [ -f $(KDIR)/.config ] && \
-	      ! grep -q '^CONFIG_VHOST_TASK=y' $(KDIR)/.config; then \
+	 elif { [ -f $(KDIR)/.config ] && \
+		! grep -q '^CONFIG_VHOST_TASK=y' $(KDIR)/.config; } || \
+	      [ "$$(printf '%s\n' 6.11 '$(KRELEASE)' | sort -V | head -n 1)" \
+		!= 6.11 ]; then \
 	   echo "make: module not built: $(KRELEASE) has no vhost_task" \
 	   "(Linux 6.11 and later); libmemprepop works without it"; \
 	 else $(MAKE) --no-print-directory module; fi

@@ -32,9 +32,9 @@ static int mpp_gup_errno(long err)
  * faults (FOLL_NOFAULT), so that counting never changes what is populated
  * or the errno, even when the range was remapped while the fault path had
  * dropped the lock: a page that is not there, or that get_user_pages()
- * cannot return (a special mapping's), is not counted. FOLL_FORCE reads
- * through a NUMA-balancing PROT_NONE entry on 6.1 without a hinting fault,
- * as 6.12 does by default.
+ * cannot return (a special mapping's), is not counted. A NUMA-balancing
+ * PROT_NONE entry is read through without a hinting fault (gup does so
+ * unless asked to honour them, since 6.5).
  */
 static noinline void mpp_count_nodes(struct mpp_request *req,
 				     unsigned long start, unsigned long end,
@@ -48,9 +48,8 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 					 ARRAY_SIZE(pages));
 		long got, i;
 
-		got = get_user_pages_remote(req->mm, start, nr,
-					    FOLL_FORCE | FOLL_NOFAULT, pages,
-					    NULL);
+		got = get_user_pages_remote(req->mm, start, nr, FOLL_NOFAULT,
+					    pages, NULL);
 		if (got <= 0) {
 			start += PAGE_SIZE;
 			continue;
@@ -67,8 +66,9 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 }
 
 /*
- * Should a thread working on @chunk stop at @addr? A worker's fatal signal
- * is mpp_kill()'s, the caller's its own.
+ * Should a thread working on @chunk stop at @addr? The request is killed
+ * or cancelled, the thread's process is dying, or a failure below @addr
+ * ended the range.
  */
 static bool mpp_should_stop(struct mpp_request *req, struct mpp_chunk *chunk,
 			    unsigned long addr)
@@ -263,8 +263,7 @@ int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
  *	mapping, whose faults wait for a handler: only the caller, which is
  *	killable where the handler expects it, faults those (mpp_plan_handoff())
  *
- * As mpp_fault_caller(), but a fatal signal is mpp_kill()'s (or the
- * process's), and @control is the caller's to tell.
+ * As mpp_fault_caller(), but @control is the caller's to tell.
  *
  * Return: as mpp_fault_caller(); 0 with *@handoff.
  */

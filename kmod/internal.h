@@ -44,7 +44,6 @@
 
 #include <linux/kref.h>
 #include <linux/list.h>
-#include <linux/mempolicy.h>
 #include <linux/memprepop.h>
 #include <linux/nodemask.h>
 #include <linux/spinlock.h>
@@ -61,7 +60,6 @@ struct mpp_pool;
 struct mpp_pools;
 struct mpp_task;
 struct mpp_thread;
-struct mem_cgroup;
 struct mm_struct;
 struct task_struct;
 struct vm_area_struct;
@@ -83,8 +81,8 @@ struct vm_area_struct;
 
 /**
  * struct mpp_identity - what makes a worker's faults the caller's own
- * @task: the thread that called, whose credentials and cgroups workers
- *	follow between chunks (mpp_identity_follow())
+ * @task: the thread that called, whose credentials workers follow
+ *	between chunks (mpp_identity_follow())
  * @cred: the caller's credentials when it called, for capable() and fsuid
  *	checks
  * @sched: the caller's scheduling policy, priority, nice and clamps
@@ -228,7 +226,7 @@ struct mpp_chunk {
  * @mode: the caller's task policy's mode, when not @by_cpu
  * @flags: its mode flags
  * @home_node: its home node, or NUMA_NO_NODE
- * @nodes: its nodes; when @by_cpu, the caller's node
+ * @nodes: its nodes, when not @by_cpu
  *
  * A worker faults with its own task policy, which the kernel copied from
  * the thread that created it: @mode, @flags, @home_node and @nodes say
@@ -449,8 +447,7 @@ bool mpp_crew_done(struct mpp_request *req);
  * @begin: in the thread, before its first step
  * @step: in the thread, one step (a chunk, say): false when it has no more
  * @end: in the thread, after its last step, or when it is killed between
- *	steps, if @begin was called: undo @begin; after it the work sends the
- *	thread nothing (mpp_thread_kill())
+ *	steps, if @begin was called: undo @begin
  * @done: once for each work given, after @end or, for work never begun (the
  *	thread's process was killed first), instead of it, once the thread is
  *	off the work: idle again, given other work or stopping, so that whoever

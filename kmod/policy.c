@@ -50,8 +50,6 @@ void mpp_policy_init(struct mpp_placement *place)
 		place->nodes = pol->nodes;
 	}
 	task_unlock(current);
-	if (place->by_cpu)
-		node_set(numa_mem_id(), place->nodes);
 }
 
 /*

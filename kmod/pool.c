@@ -87,8 +87,8 @@ enum mpp_thread_state {
  * @place: where its faults place pages without a VMA policy: it keeps
  *	its creator's task policy
  * @state: where it is, under &mpp_pools.lock
- * @held: a crew holds it, which starts it or gives it back; a dead thread
- *	still held is stopped by the crew
+ * @held: a crew holds it, which starts it; a dead thread still held is
+ *	stopped by the crew
  * @ops: its work, with @arg, set before it becomes %MPP_THREAD_WORKING
  * @arg: the work's argument
  * @begun: @ops->begin() was called for @arg; the thread's own

@@ -286,8 +286,8 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
  *
  * Return: the request, with one reference for the caller, whose outcome
  * the edge writes, or which the caller left for a signal (*@ret
- * -ERESTARTNOINTR: nothing is written); NULL when the
- * call failed before it had an outcome.
+ * -ERESTARTNOINTR: nothing is written); NULL when the call failed before
+ * it had an outcome.
  */
 struct mpp_request *mpp_populate(struct mpp_call *call, struct mpp_pools *pools,
 				 int *ret)

@@ -89,10 +89,9 @@ static void mpp_vtask_killed(void *data)
  * process waits for that too, killably, so that once close() returns it
  * has no thread of the file. Not beyond MPP_UNLIST_MS: a thread someone
  * ptraces stays listed until its tracer reaps it, which is not the
- * process's to wait for (nor does pthread_join() wait for it). Nor is a
- * thread stopped before it ever ran (a crew that could not use it) waited
- * for: it has no pid here. In the file's release, for a process gone, no
- * thread is waited for.
+ * process's to wait for (nor does pthread_join() wait for it). A thread
+ * that never ran has no pid here and is not waited for. In the file's
+ * release, for a process gone, no thread is waited for.
  */
 static void mpp_vtask_wait_unlisted(struct mpp_task *vt)
 {

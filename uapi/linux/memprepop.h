@@ -205,12 +205,10 @@ struct memprepop_populate {
  *	runs, whoever faults, and once when it returns
  * @cancel: in, set non-zero by another thread to cancel the call: it then
  *	stops within about 100 ms and fails with ECANCELED, populated exact.
- *	A worker still in a wait of its own 300 ms after the cancel (on a
- *	file system that does not answer) is then killed out of it: a kernel
- *	thread (before 6.11) is waited for, a worker that is one of the
- *	caller's own threads (6.11 and later) is left, @populated is what had
- *	been reported by then, and that worker may complete the page it
- *	waits on afterwards, as a killed madvise() thread's fault does
+ *	The call returns once no worker is inside one of its chunks: a worker
+ *	in a wait of its own (a file system that does not answer) holds it
+ *	as long as that wait lasts, as it would hold a thread of the caller
+ *	inside madvise(), until the process is killed
  * @__reserved: in, zero
  *
  * The module writes @done until the call returns, or, in the background,
