@@ -6,7 +6,7 @@
 
 .PHONY: check check-kernel check-compat check-docs check-host check-install \
 	check-vm check-dkms check-deb check-debug check-qemu checkpatch \
-	check-kernels
+	check-kernels check-rfc
 
 CHECK_STAGES	:= check-kernel check-compat check-docs check-host \
 		   check-install check-vm check-dkms check-deb
@@ -110,6 +110,16 @@ check-debug: deps
 	@set -o pipefail; scripts/check-debug $(B) $(KSRC) $(DEBUG_FUZZ_ITERS) \
 		$(DEBUG_STRESS_SECS) $(DEBUG_TIMEOUT) "$(DEBUG_TESTS)" 2>&1 | \
 		tee $(B)/check-debug.log | selftests/ktap-summary
+
+# contrib/linux's RFC series (process_madvise() populating another
+# process) on the kernel it is written for: Debian's newest 7.x source with
+# the series and Debian's config, its kselftest in the test VM (not part of
+# make check: the kernel's first build takes about 15 min here; cached, see
+# testvm/rfc-kernel)
+check-rfc: deps
+	@$(MAKE) -s lib tool examples ksft-install
+	@set -o pipefail; scripts/check-rfc $(B) $(KSRC) 2>&1 | \
+		tee $(B)/check-rfc.log | selftests/ktap-summary
 
 # Kernels beyond make check's three (not part of it: an hour more under
 # TCG), each from Debian's image, the module built against its headers:
