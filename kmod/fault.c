@@ -36,7 +36,7 @@ static int mpp_gup_errno(long err)
  * PROT_NONE entry is read through without a hinting fault (gup does so
  * unless asked to honour them, since 6.5).
  */
-static noinline void mpp_count_nodes(struct mpp_request *req,
+static noinline void mpp_count_nodes(const struct mpp_fault_ctx *ctx,
 				     unsigned long start, unsigned long end,
 				     u64 *node_pages)
 {
@@ -48,7 +48,7 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 					 ARRAY_SIZE(pages));
 		long got, i;
 
-		got = get_user_pages_remote(req->mm, start, nr, FOLL_NOFAULT,
+		got = get_user_pages_remote(ctx->mm, start, nr, FOLL_NOFAULT,
 					    pages, NULL);
 		if (got <= 0) {
 			start += PAGE_SIZE;
@@ -57,7 +57,7 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 		for (i = 0; i < got; i++) {
 			int nid = page_to_nid(pages[i]);
 
-			if (nid < req->out.nr_stat_nodes)
+			if (nid < ctx->nr_nodes)
 				node_pages[nid]++;
 			put_page(pages[i]);
 		}
@@ -66,14 +66,14 @@ static noinline void mpp_count_nodes(struct mpp_request *req,
 }
 
 /*
- * Should a thread working on @chunk stop at @addr? The request is killed
- * or cancelled, the thread's process is dying, or a failure below @addr
- * ended the range.
+ * Should a thread working on @chunk stop at @addr? The call is killed or
+ * cancelled, the thread's process is dying, or a failure below @addr ended
+ * the range.
  */
-static bool mpp_should_stop(struct mpp_request *req, struct mpp_chunk *chunk,
-			    unsigned long addr)
+static bool mpp_should_stop(const struct mpp_fault_ctx *ctx,
+			    const struct mpp_chunk *chunk, unsigned long addr)
 {
-	if (READ_ONCE(req->killed) || fatal_signal_pending(current))
+	if (READ_ONCE(*ctx->killed) || fatal_signal_pending(current))
 		return true;
 	return addr >= READ_ONCE(chunk->seg->range->stop_at);
 }
@@ -99,7 +99,7 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
 
 /**
  * struct mpp_walk - a thread's way through one chunk, mmap_lock held
- * @req: the request
+ * @ctx: what it faults with
  * @chunk: the chunk
  * @vma: the mapping at @addr, or NULL to look it up again (the lock was
  *	dropped, or the walk left it)
@@ -109,8 +109,8 @@ static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
  * @retried: the mapping was looked up again once after a failure
  */
 struct mpp_walk {
-	struct mpp_request *req;
-	struct mpp_chunk *chunk;
+	const struct mpp_fault_ctx *ctx;
+	const struct mpp_chunk *chunk;
 	struct vm_area_struct *vma;
 	unsigned long addr;
 	u64 *node_pages;
@@ -118,15 +118,16 @@ struct mpp_walk {
 	bool retried;
 };
 
-/* The walk starts at its chunk's start, mmap_lock taken: 0 or -EINTR */
-static int mpp_walk_begin(struct mpp_walk *w, struct mpp_request *req,
-			  struct mpp_chunk *chunk, u64 *node_pages)
+/* The walk starts at @from, mmap_lock taken: 0 or -EINTR */
+static int mpp_walk_begin(struct mpp_walk *w, const struct mpp_fault_ctx *ctx,
+			  const struct mpp_chunk *chunk, unsigned long from,
+			  u64 *node_pages)
 {
 	*w = (struct mpp_walk) {
-		.req = req, .chunk = chunk, .addr = chunk->start,
+		.ctx = ctx, .chunk = chunk, .addr = from,
 		.node_pages = node_pages,
 	};
-	if (mmap_read_lock_killable(req->mm)) {
+	if (mmap_read_lock_killable(ctx->mm)) {
 		w->unlocked = true;
 		return -EINTR;
 	}
@@ -137,7 +138,7 @@ static int mpp_walk_begin(struct mpp_walk *w, struct mpp_request *req,
 static unsigned long mpp_walk_end(struct mpp_walk *w)
 {
 	if (!w->unlocked)
-		mmap_read_unlock(w->req->mm);
+		mmap_read_unlock(w->ctx->mm);
 	return w->addr;
 }
 
@@ -145,7 +146,7 @@ static unsigned long mpp_walk_end(struct mpp_walk *w)
 static int mpp_walk_relock(struct mpp_walk *w)
 {
 	w->vma = NULL;
-	if (mmap_read_lock_killable(w->req->mm)) {
+	if (mmap_read_lock_killable(w->ctx->mm)) {
 		w->unlocked = true;
 		return -EINTR;
 	}
@@ -159,14 +160,14 @@ static int mpp_walk_relock(struct mpp_walk *w)
  */
 static int mpp_walk_vma(struct mpp_walk *w)
 {
-	if (mpp_should_stop(w->req, w->chunk, w->addr))
+	if (mpp_should_stop(w->ctx, w->chunk, w->addr))
 		return fatal_signal_pending(current) ? -EINTR : -ECANCELED;
 	if (w->vma && w->addr < w->vma->vm_end)
 		return 0;
-	w->vma = vma_lookup(w->req->mm, w->addr);
+	w->vma = vma_lookup(w->ctx->mm, w->addr);
 	if (!w->vma)
 		return -ENOMEM;
-	return mpp_check_vma(w->req, w->vma);
+	return mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma);
 }
 
 /*
@@ -184,15 +185,15 @@ static int mpp_walk_batch(struct mpp_walk *w)
 
 	nr = (min(w->chunk->end, w->vma->vm_end) - w->addr) >> PAGE_SHIFT;
 	nr = min(nr, userfaultfd_armed(w->vma) ? 1UL : MPP_GUP_BATCH);
-	got = mpp_fault_pages(w->req->mm, w->addr, nr, &locked);
+	got = mpp_fault_pages(w->ctx->mm, w->addr, nr, &locked);
 	if (!locked && mpp_walk_relock(w))
 		return -EINTR;
 	if (got > 0) {
 		if (w->node_pages)
-			mpp_count_nodes(w->req, w->addr,
+			mpp_count_nodes(w->ctx, w->addr,
 					w->addr + got * PAGE_SIZE,
 					w->node_pages);
-		atomic64_add(got * PAGE_SIZE, &w->req->out.bytes_done);
+		atomic64_add(got * PAGE_SIZE, w->ctx->bytes_done);
 		w->addr += got << PAGE_SHIFT;
 		w->retried = false;
 		return 0;
@@ -210,52 +211,52 @@ static int mpp_walk_batch(struct mpp_walk *w)
 }
 
 /**
- * mpp_fault_caller() - populate one chunk in the calling thread
- * @req: the request
+ * mpp_fault_caller() - populate a chunk, or part of it, in the calling thread
+ * @ctx: what it faults with
  * @chunk: the chunk
  * @node_pages: per-node page counts to add to, or NULL for none
- * @reached: set to the end of what was populated from @chunk->start
+ * @pause_at: jiffies at which to give mmap_lock back and return
+ * @reached: where to start within @chunk, and then set to where it got:
+ *	everything from there down to it is populated
  *
  * In batches (mpp_walk_batch()), looking the mapping up again whenever
- * mmap_lock was dropped, and stopping early when the request is stopped
- * below the chunk's end or the caller is killed. Every %MPP_SYNC_MS it
- * tells @control how far the call got, with mmap_lock dropped, so that a
- * cancel is seen however slowly a userfaultfd handler answers.
+ * mmap_lock was dropped, and stopping early when the call is stopped below
+ * the chunk's end or the caller is killed. It pauses at @pause_at, so that
+ * the caller can tell @control how far it got and read a cancel, however
+ * slowly a userfaultfd handler answers: @control is user memory, never
+ * touched under the lock.
  *
- * Return: 0 when the whole chunk was populated, -ECANCELED when it was
- * stopped, -EINTR at a fatal signal, or the errno
- * madvise(MADV_POPULATE_WRITE) would give.
+ * Return: 0 when the chunk was populated to its end, -EAGAIN when it
+ * paused below, -ECANCELED when it was stopped, -EINTR at a fatal signal,
+ * or the errno madvise(MADV_POPULATE_WRITE) would give.
  */
-int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
-		     u64 *node_pages, unsigned long *reached)
+int mpp_fault_caller(const struct mpp_fault_ctx *ctx,
+		     const struct mpp_chunk *chunk, u64 *node_pages,
+		     unsigned long pause_at, unsigned long *reached)
 {
+	unsigned long from = *reached;
 	struct mpp_walk w;
 	int ret;
 
-	ret = mpp_walk_begin(&w, req, chunk, node_pages);
+	ret = mpp_walk_begin(&w, ctx, chunk, from, node_pages);
 	while (!ret && w.addr < chunk->end) {
 		ret = mpp_walk_vma(&w);
 		if (!ret)
 			ret = mpp_walk_batch(&w);
-		if (ret)
-			break;
-		if (time_after_eq(jiffies, req->next_sync)) {
-			/* @control is user memory: never touched under the lock */
-			mmap_read_unlock(req->mm);
-			mpp_control_sync(req, true);
-			ret = mpp_walk_relock(&w);
-		}
+		if (!ret && w.addr < chunk->end &&
+		    time_after_eq(jiffies, pause_at))
+			ret = -EAGAIN;
 		cond_resched();
 	}
 	*reached = mpp_walk_end(&w);
-	trace_memprepop_chunk(chunk->start, chunk->end, *reached,
-			      numa_node_id(), true, ret);
+	trace_memprepop_chunk(from, chunk->end, *reached, numa_node_id(),
+			      true, ret);
 	return ret;
 }
 
 /**
  * mpp_fault_worker() - populate one chunk in a worker
- * @req: the request
+ * @ctx: what it faults with
  * @chunk: the chunk
  * @node_pages: per-node page counts to add to, or NULL for none
  * @reached: set to the end of what was populated from @chunk->start
@@ -263,18 +264,19 @@ int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
  *	mapping, whose faults wait for a handler: only the caller, which is
  *	killable where the handler expects it, faults those (mpp_plan_handoff())
  *
- * As mpp_fault_caller(), but @control is the caller's to tell.
+ * As mpp_fault_caller(), without pausing: @control is the caller's to tell.
  *
- * Return: as mpp_fault_caller(); 0 with *@handoff.
+ * Return: as mpp_fault_caller(), but never -EAGAIN; 0 with *@handoff.
  */
-int mpp_fault_worker(struct mpp_request *req, struct mpp_chunk *chunk,
-		     u64 *node_pages, unsigned long *reached, bool *handoff)
+int mpp_fault_worker(const struct mpp_fault_ctx *ctx,
+		     const struct mpp_chunk *chunk, u64 *node_pages,
+		     unsigned long *reached, bool *handoff)
 {
 	struct mpp_walk w;
 	int ret;
 
 	*handoff = false;
-	ret = mpp_walk_begin(&w, req, chunk, node_pages);
+	ret = mpp_walk_begin(&w, ctx, chunk, chunk->start, node_pages);
 	while (!ret && w.addr < chunk->end) {
 		ret = mpp_walk_vma(&w);
 		if (ret)

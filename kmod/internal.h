@@ -358,6 +358,27 @@ struct mpp_outcome {
 };
 
 /**
+ * struct mpp_fault_ctx - what a thread faulting a chunk uses of its call
+ * @mm: the caller's mm
+ * @id: the caller's rights, which each mapping is checked against
+ * @flags: the call's %MEMPREPOP_F_* flags
+ * @killed: set when every thread is to stop (mpp_cancel())
+ * @bytes_done: bytes populated by all the call's threads
+ * @nr_nodes: nodes a thread counts pages of, 0 for none
+ *
+ * Set once, before any thread faults, and then only read: fault.c sees
+ * this and the chunk, never the request.
+ */
+struct mpp_fault_ctx {
+	struct mm_struct *mm;
+	const struct mpp_identity *id;
+	u32 flags;
+	const bool *killed;
+	atomic64_t *bytes_done;
+	unsigned int nr_nodes;
+};
+
+/**
  * struct mpp_request - one MEMPREPOP_IOC_POPULATE call: the job descriptor
  * @ref: held by the caller (or the file, in the background) and by each
  *	worker
@@ -374,6 +395,7 @@ struct mpp_outcome {
  * @plan: what is to be faulted, in chunks (plan.c)
  * @crew: who faults it (workers.c)
  * @out: how far it got (outcome.c)
+ * @fault: what its threads fault with (fault.c)
  * @killed: a fatal signal reached the caller, it was cancelled, its file
  *	was released or its process is gone; everyone stops
  * @next_sync: jiffies when @control is next synced
@@ -390,6 +412,7 @@ struct mpp_request {
 	struct mpp_plan plan;
 	struct mpp_crew crew;
 	struct mpp_outcome out;
+	struct mpp_fault_ctx fault;
 	bool killed;
 	unsigned long next_sync;
 };
@@ -513,7 +536,8 @@ int mpp_plan_handoff(struct mpp_plan *plan, const struct mpp_chunk *chunk,
 		     unsigned long reached);
 bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk);
 bool mpp_plan_has_handoff(struct mpp_plan *plan);
-int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma);
+int mpp_check_vma(const struct mpp_identity *id, u32 flags,
+		  struct vm_area_struct *vma);
 
 /* policy.c */
 void mpp_policy_init(struct mpp_placement *place);
@@ -521,10 +545,12 @@ bool mpp_policy_vma_nodes(const struct mpp_placement *place,
 			  struct vm_area_struct *vma, nodemask_t *nodes);
 
 /* fault.c */
-int mpp_fault_caller(struct mpp_request *req, struct mpp_chunk *chunk,
-		     u64 *node_pages, unsigned long *reached);
-int mpp_fault_worker(struct mpp_request *req, struct mpp_chunk *chunk,
-		     u64 *node_pages, unsigned long *reached, bool *handoff);
+int mpp_fault_caller(const struct mpp_fault_ctx *ctx,
+		     const struct mpp_chunk *chunk, u64 *node_pages,
+		     unsigned long pause_at, unsigned long *reached);
+int mpp_fault_worker(const struct mpp_fault_ctx *ctx,
+		     const struct mpp_chunk *chunk, u64 *node_pages,
+		     unsigned long *reached, bool *handoff);
 
 /* outcome.c */
 int mpp_outcome_init(struct mpp_outcome *out, unsigned long nr_chunks,

@@ -51,7 +51,8 @@ static bool mpp_vma_locked(struct vm_area_struct *vma)
 
 /**
  * mpp_check_vma() - can @vma be populated writable, as requested?
- * @req: the request
+ * @id: the caller's identity
+ * @flags: the call's %MEMPREPOP_F_* flags
  * @vma: the mapping
  *
  * Mirrors check_vma_flags() for a FOLL_WRITE fault by the caller, which
@@ -61,7 +62,8 @@ static bool mpp_vma_locked(struct vm_area_struct *vma)
  *
  * Return: 0, or -EINVAL.
  */
-int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma)
+int mpp_check_vma(const struct mpp_identity *id, u32 flags,
+		  struct vm_area_struct *vma)
 {
 	if (vma->vm_flags & (VM_IO | VM_PFNMAP))
 		return -EINVAL;
@@ -69,9 +71,9 @@ int mpp_check_vma(struct mpp_request *req, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_WRITE))
 		return -EINVAL;
-	if (!mpp_identity_may_write(&req->id, vma))
+	if (!mpp_identity_may_write(id, vma))
 		return -EINVAL;
-	if ((req->call.flags & MEMPREPOP_F_REQUIRE_MLOCKED) &&
+	if ((flags & MEMPREPOP_F_REQUIRE_MLOCKED) &&
 	    !mpp_vma_locked(vma))
 		return -EINVAL;
 	return 0;
@@ -191,7 +193,7 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 			mpp_plan_stop(range, addr, -ENOMEM);
 			break;
 		}
-		err = mpp_check_vma(req, vma);
+		err = mpp_check_vma(&req->id, req->call.flags, vma);
 		if (err) {
 			mpp_plan_stop(range, addr, err);
 			break;

@@ -111,6 +111,11 @@ struct mpp_request *mpp_populate_start(struct mpp_call *call,
 			       req->call.nr_stat_nodes);
 	if (ret)
 		goto out_put;
+	req->fault = (struct mpp_fault_ctx) {
+		.mm = req->mm, .id = &req->id, .flags = req->call.flags,
+		.killed = &req->killed, .bytes_done = &req->out.bytes_done,
+		.nr_nodes = req->out.nr_stat_nodes,
+	};
 	ret = mpp_crew_start(req, pools);
 	if (ret)
 		goto out_put;
@@ -150,6 +155,30 @@ static bool mpp_caller_interrupted(const struct mpp_request *req)
 }
 
 /*
+ * The caller faults @chunk, pausing every MPP_SYNC_MS, when it has a
+ * @control, to tell it how far the call got and to read a cancel.
+ */
+static int mpp_caller_chunk(struct mpp_request *req,
+			    const struct mpp_chunk *chunk,
+			    unsigned long *reached)
+{
+	unsigned long pause_at;
+	int ret;
+
+	*reached = chunk->start;
+	for (;;) {
+		pause_at = jiffies + MAX_JIFFY_OFFSET;
+		if (req->call.control && !READ_ONCE(req->out.abort_err))
+			pause_at = READ_ONCE(req->next_sync);
+		ret = mpp_fault_caller(&req->fault, chunk, req->out.node_pages,
+				       pause_at, reached);
+		if (ret != -EAGAIN)
+			return ret;
+		mpp_control_sync(req, true);
+	}
+}
+
+/*
  * The calling thread's share: the segments only it may fault, then what
  * workers hand back, until the last worker is done. Every wait ends at a
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
@@ -167,7 +196,6 @@ static bool mpp_caller_interrupted(const struct mpp_request *req)
 static int mpp_caller_work(struct mpp_request *req, bool nowait)
 {
 	unsigned long tick = msecs_to_jiffies(MPP_SYNC_MS);
-	u64 *node_pages = req->out.node_pages;
 	struct mpp_plan *plan = &req->plan;
 	unsigned int next_seg = 0;
 	struct mpp_chunk chunk;
@@ -181,8 +209,7 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 		    (mpp_plan_claim(req, NUMA_NO_NODE, false, &next_seg,
 				    &chunk) ||
 		     mpp_plan_take_handoff(plan, &chunk))) {
-			ret = mpp_fault_caller(req, &chunk, node_pages,
-					       &reached);
+			ret = mpp_caller_chunk(req, &chunk, &reached);
 			if (ret == -EINTR)
 				mpp_kill(req);
 			mpp_chunk_finish(req, &chunk, reached, ret);

@@ -155,7 +155,8 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 		mpp_chunk_finish(req, chunk, reached, -ECANCELED);
 		return;
 	}
-	ret = mpp_fault_worker(req, chunk, w->node_pages, &reached, &handoff);
+	ret = mpp_fault_worker(&req->fault, chunk, w->node_pages, &reached,
+			       &handoff);
 	if (ret == -EINTR)
 		mpp_kill(req);
 	if (handoff && !mpp_plan_handoff(&req->plan, chunk, reached))
