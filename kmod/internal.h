@@ -72,6 +72,9 @@ struct vm_area_struct;
 /* Most ranges in one call: their state is 64 bytes each, charged */
 #define MPP_MAX_RANGES		65536
 
+/* Chunks a call is cut into at least, down to a PMD each (plan.c) */
+#define MPP_PLAN_CHUNKS		8
+
 /* Pages per get_user_pages_remote() call: how often a worker looks up. */
 #define MPP_GUP_BATCH		512UL
 /* How often the caller tells @control its progress and reads @cancel */
@@ -179,7 +182,8 @@ struct mpp_range {
  * @start: first address, page aligned
  * @end: end address, page aligned
  * @chunk_size: chunks are cut at multiples of it (at least the page size of
- *	the mapping, so a huge page is never split between workers)
+ *	the mapping, so a huge page is never split between workers); while
+ *	planning, that page size
  * @first_chunk: index of its first chunk among all the plan's chunks
  * @nr_chunks: chunks in the segment
  * @next_chunk: the next of its chunks to hand out

@@ -112,8 +112,6 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
 			   const nodemask_t *nodes, bool by_cpu,
 			   unsigned long page_size, bool caller_only)
 {
-	unsigned long chunk_size = max_t(unsigned long, MPP_CREW_CHUNK,
-					 page_size);
 	struct mpp_segment *seg;
 
 	/* Overlapping ranges are planned again: bound them all together */
@@ -123,10 +121,12 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
 	if (plan->nr_segs) {
 		seg = &plan->segs[plan->nr_segs - 1];
 		if (seg->range == range && seg->end == start &&
-		    seg->chunk_size == chunk_size &&
+		    max(seg->chunk_size, MPP_CREW_CHUNK) ==
+		    max(page_size, MPP_CREW_CHUNK) &&
 		    seg->caller_only == caller_only &&
 		    seg->by_cpu == by_cpu && nodes_equal(seg->nodes, *nodes)) {
 			seg->end = end;
+			seg->chunk_size = max(seg->chunk_size, page_size);
 			return 0;
 		}
 	}
@@ -153,7 +153,8 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
 	seg->range = range;
 	seg->start = start;
 	seg->end = end;
-	seg->chunk_size = chunk_size;
+	/* The page size until the plan is whole: mpp_plan_chunks() */
+	seg->chunk_size = page_size;
 	seg->nodes = *nodes;
 	seg->caller_only = caller_only;
 	seg->by_cpu = by_cpu;
@@ -211,13 +212,38 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 	return 0;
 }
 
-/* Number the chunks of every segment, range by range */
-static void mpp_plan_chunks(struct mpp_plan *plan)
+/*
+ * The chunk of a call of @len bytes: %MPP_CREW_CHUNK, or for a call of less
+ * than %MPP_PLAN_CHUNKS of those, less, so that its workers share it
+ * rather than one faulting it all while the others wait; but never less
+ * than a PMD, which keeps a transparent huge page within one chunk.
+ */
+static unsigned long mpp_plan_chunk_size(u64 len)
 {
+	unsigned long least = min_t(unsigned long, PMD_SIZE, MPP_CREW_CHUNK);
+	u64 size = div_u64(len, MPP_PLAN_CHUNKS);
+
+	if (size >= MPP_CREW_CHUNK)
+		return MPP_CREW_CHUNK;
+	if (size <= least)
+		return least;
+	return rounddown_pow_of_two(size);
+}
+
+/*
+ * Number the chunks of every segment, range by range: chunks of @len's
+ * size (mpp_plan_chunk_size()), or of a page where a mapping's pages are
+ * larger.
+ */
+static void mpp_plan_chunks(struct mpp_plan *plan, u64 len)
+{
+	unsigned long chunk_size = mpp_plan_chunk_size(len);
 	unsigned int i;
 
 	for (i = 0; i < plan->nr_segs; i++) {
 		struct mpp_segment *seg = &plan->segs[i];
+
+		seg->chunk_size = max(seg->chunk_size, chunk_size);
 
 		if (seg == &plan->segs[seg->range->first_seg])
 			seg->range->first_chunk = plan->nr_chunks;
@@ -267,7 +293,7 @@ int mpp_plan_make(struct mpp_request *req)
 	}
 	mmap_read_unlock(req->mm);
 	if (!ret)
-		mpp_plan_chunks(&req->plan);
+		mpp_plan_chunks(&req->plan, pl.len);
 	return ret;
 }
 
