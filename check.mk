@@ -117,7 +117,7 @@ check-debug: deps
 # make check: the kernel's first build takes about 15 min here; cached, see
 # testvm/rfc-kernel)
 check-rfc: deps
-	@$(MAKE) -s lib tool examples ksft-install
+	@$(MAKE) -s lib tool examples selftests ksft-install
 	@set -o pipefail; scripts/check-rfc $(B) $(KSRC) 2>&1 | \
 		tee $(B)/check-rfc.log | selftests/ktap-summary
 

@@ -31,6 +31,8 @@ extern "C" {
 enum memprepop_backend {
 	MEMPREPOP_BACKEND_MODULE = 1,	/* /dev/memprepop */
 	MEMPREPOP_BACKEND_FALLBACK = 2,	/* threads + MADV_POPULATE_WRITE */
+	/* threads + process_madvise(MADV_POPULATE_WRITE) on another process */
+	MEMPREPOP_BACKEND_REMOTE = 3,
 };
 
 /* memprepop_opts.flags */
@@ -247,6 +249,33 @@ struct memprepop_ctx;
  * does not open makes a fallback context, not an error.
  */
 int memprepop_ctx_new(struct memprepop_ctx **ctx, unsigned int flags);
+
+/**
+ * memprepop_ctx_new_pid() - a context for another process's memory
+ * @ctx: set to the new context
+ * @pidfd: the process, from pidfd_open(2); the context keeps a duplicate
+ * @flags: 0
+ *
+ * Every request on it populates ranges of that process's address space,
+ * as madvise(MADV_POPULATE_WRITE) by that process would (the same pages,
+ * the same errno per range), from threads of the caller per NUMA node,
+ * with process_madvise(2). A mapping's own policy places its pages;
+ * pages of a mapping without one are placed by the caller's task policy
+ * and cpuset, as the caller's threads' faults are. Progress, cancel,
+ * background requests and node counts work as on any context;
+ * MEMPREPOP_OPT_LOCK is refused (the process locks its own memory, as
+ * with mlockall(MCL_ONFAULT), and the faults lock it). Needs a kernel
+ * whose process_madvise() populates another process (contrib/linux), and
+ * the right to attach to it with ptrace (PTRACE_MODE_ATTACH_REALCREDS, as
+ * process_vm_writev(2)). Since 1.4.
+ *
+ * Return: 0, -EINVAL for a flag, -EBADF when @pidfd is not a pidfd,
+ * -ESRCH when the process has exited, -EPERM without the right to attach
+ * to it, -EOPNOTSUPP when the kernel cannot populate another process
+ * (nothing was touched), -EMFILE, -ENFILE (the threads' eventfd), -ENOMEM.
+ */
+int memprepop_ctx_new_pid(struct memprepop_ctx **ctx, int pidfd,
+			  unsigned int flags);
 
 /**
  * memprepop_ctx_free() - cancel, reap and free

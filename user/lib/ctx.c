@@ -7,7 +7,8 @@
  *
  * The backend is chosen once, when the context is made, and called only
  * through its ops (struct mpl_backend) on the state it made: the module's
- * (module.c), or the fallback's (fallback.c). It keeps what it writes to
+ * (module.c), or the fallback's (fallback.c), which also populates another
+ * process's memory (the remote backend, on a target of target.c). It keeps what it writes to
  * when a request is reaped; the context keeps the request.
  *
  * The state is under a lock so that memprepop_ctx_cancel() and
@@ -35,6 +36,7 @@ int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags, bool oneshot)
 	memset(ctx, 0, sizeof(*ctx));
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->pid = getpid();
+	ctx->target = MPL_TARGET_SELF;
 	ctx->ops = &mpl_module_backend;
 	if (!(flags & MEMPREPOP_OPT_FALLBACK) &&
 	    !ctx->ops->init(&ctx->be, &ctx->latch, oneshot))
@@ -48,6 +50,7 @@ void mpl_ctx_fini(struct memprepop_ctx *ctx)
 {
 	ctx->ops->fini(ctx->be, ctx->pid != getpid());
 	mpl_req_free(&ctx->req);
+	mpl_target_close(&ctx->target);
 	pthread_mutex_destroy(&ctx->lock);
 }
 
@@ -63,6 +66,35 @@ int memprepop_ctx_new(struct memprepop_ctx **ctxp, unsigned int flags)
 		return -ENOMEM;
 	ret = mpl_ctx_init(ctx, flags, false);
 	if (ret) {
+		free(ctx);
+		return ret;
+	}
+	*ctxp = ctx;
+	return 0;
+}
+
+int memprepop_ctx_new_pid(struct memprepop_ctx **ctxp, int pidfd,
+			  unsigned int flags)
+{
+	struct memprepop_ctx *ctx;
+	int ret;
+
+	if (flags)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	ctx->pid = getpid();
+	ctx->ops = &mpl_remote_backend;
+	ret = mpl_target_open(&ctx->target, pidfd);
+	if (!ret) {
+		ret = ctx->ops->init(&ctx->be, &ctx->latch, false);
+		if (ret)
+			mpl_target_close(&ctx->target);
+	}
+	if (ret) {
+		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
 		return ret;
 	}
@@ -124,7 +156,7 @@ static int mpl_ctx_prepare(struct memprepop_ctx *ctx,
 {
 	int ret;
 
-	ret = mpl_req_prepare(&ctx->req, ranges, nr, opts);
+	ret = mpl_req_prepare(&ctx->req, &ctx->target, ranges, nr, opts);
 	if (ret)
 		return ret;
 	ctx->ranges = ranges;

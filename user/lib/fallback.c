@@ -3,7 +3,8 @@
  * libmemprepop: the fallback as a context's backend, for kernels without
  * the module. A context's threads stay in its pool (pool.c) and its
  * eventfd says a background request is done; a one-shot call's threads
- * are its own. Its request is a job.c job.
+ * are its own. Its request is a job.c job, on the calling process's memory
+ * or, as the remote backend, on another's (the request's target).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -82,6 +83,12 @@ static void mpl_fallback_fini(void *be, bool forked)
 static int mpl_fallback_supported(void *be __attribute__((unused)))
 {
 	return mpl_job_supported() ? 0 : -EOPNOTSUPP;
+}
+
+/* The kernel was asked when the context was made (mpl_target_open()) */
+static int mpl_remote_supported(void *be __attribute__((unused)))
+{
+	return 0;
 }
 
 /* A stale completion of the eventfd: a synchronous job also writes it */
@@ -174,6 +181,19 @@ const struct mpl_backend mpl_fallback_backend = {
 	.init = mpl_fallback_init,
 	.fini = mpl_fallback_fini,
 	.supported = mpl_fallback_supported,
+	.run = mpl_fallback_run,
+	.start = mpl_fallback_start,
+	.reap = mpl_fallback_reap,
+	.drop = mpl_fallback_drop,
+	.poll_fd = mpl_fallback_poll_fd,
+};
+
+/* The same threads and jobs, on another process's memory */
+const struct mpl_backend mpl_remote_backend = {
+	.id = MEMPREPOP_BACKEND_REMOTE,
+	.init = mpl_fallback_init,
+	.fini = mpl_fallback_fini,
+	.supported = mpl_remote_supported,
 	.run = mpl_fallback_run,
 	.start = mpl_fallback_start,
 	.reap = mpl_fallback_reap,

@@ -29,6 +29,16 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE	23
 #endif
+/* Policy modes of kernels newer than some numaif.h */
+#ifndef MPOL_LOCAL
+#define MPOL_LOCAL		4
+#endif
+#ifndef MPOL_PREFERRED_MANY
+#define MPOL_PREFERRED_MANY	5
+#endif
+#ifndef MPOL_WEIGHTED_INTERLEAVE
+#define MPOL_WEIGHTED_INTERLEAVE	6
+#endif
 
 #define MPL_OFFSETOFEND(type, member) \
 	(offsetof(type, member) + sizeof(((type *)0)->member))
@@ -64,12 +74,36 @@ bool mpl_progress_report(struct mpl_progress *p, uint64_t done);
 void mpl_progress_final(struct mpl_progress *p, uint64_t done);
 
 /*
+ * target.c: whose memory a request populates: the calling process
+ * (@pidfd -1), or another, through a pidfd
+ */
+struct bitmask;
+struct mpl_vma;
+
+struct mpl_target {
+	int pidfd;			/* -1: the calling process */
+	pid_t pid;			/* 0: the calling process */
+	struct mpl_vma *vmas;		/* another's mappings, by address */
+	size_t nr_vmas;
+};
+
+#define MPL_TARGET_SELF		((struct mpl_target){ .pidfd = -1 })
+
+int mpl_target_open(struct mpl_target *t, int pidfd);
+void mpl_target_close(struct mpl_target *t);
+int mpl_target_prepare(struct mpl_target *t);
+int mpl_target_populate(const struct mpl_target *t, void *addr, size_t len);
+int mpl_target_policy(const struct mpl_target *t, const void *addr,
+		      int *mode, struct bitmask *nodes);
+
+/*
  * req.c: a call as the backends take it. The work is the caller's
  * ranges that are to be populated (valid, not empty, locked if asked), in
  * index order, in the module's format: len rounded up to pages, populated
  * and error written by the backend.
  */
 struct mpl_req {
+	const struct mpl_target *target;	/* whose memory */
 	struct memprepop_opts opts;	/* the caller's, copied */
 	struct memprepop_range *work;
 	unsigned int *index;		/* per work entry: caller's index */
@@ -85,8 +119,9 @@ int mpl_opts_copy(struct memprepop_opts *dst,
 unsigned int mpl_opts_flags(const struct memprepop_opts *opts);
 void mpl_result_copy(struct memprepop_result *res,
 		     const struct memprepop_result *ours);
-int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
-		    unsigned int nr, const struct memprepop_opts *opts);
+int mpl_req_prepare(struct mpl_req *req, struct mpl_target *target,
+		    struct memprepop_range *ranges, unsigned int nr,
+		    const struct memprepop_opts *opts);
 void mpl_req_lock(struct mpl_req *req, struct memprepop_range *ranges);
 uint64_t mpl_req_populated(const struct mpl_req *req);
 int mpl_req_finish(struct mpl_req *req, struct memprepop_range *ranges,
@@ -155,9 +190,10 @@ struct mpl_plan {
 	struct bitmask *task_nodes;
 };
 
-int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
-		  unsigned int nr, unsigned int max_threads, bool borrow,
-		  bool need_thread, struct mpl_progress *progress);
+int mpl_plan_make(struct mpl_plan *plan, const struct mpl_target *target,
+		  const struct memprepop_range *work, unsigned int nr,
+		  unsigned int max_threads, bool borrow, bool need_thread,
+		  struct mpl_progress *progress);
 void mpl_plan_free(struct mpl_plan *plan);
 bool mpl_plan_serves(const struct mpl_plan *plan, size_t chunk, int node);
 
@@ -247,6 +283,7 @@ struct mpl_backend {
 
 extern const struct mpl_backend mpl_module_backend;
 extern const struct mpl_backend mpl_fallback_backend;
+extern const struct mpl_backend mpl_remote_backend;
 
 /*
  * ctx.c: a context, which every request goes through; a one-shot call is
@@ -269,6 +306,8 @@ struct memprepop_ctx {
 	enum mpl_ctx_state state;	/* under lock */
 	bool prepared;		/* under lock: @req is ready */
 
+	struct mpl_target target;	/* whose memory its requests populate */
+
 	/* The request */
 	struct memprepop_range *ranges;	/* the caller's */
 	unsigned int nr;
@@ -281,5 +320,8 @@ void mpl_ctx_fini(struct memprepop_ctx *ctx);
 
 /* nodes.c: node ids a counter array needs to count every page */
 unsigned int mpl_possible_nodes(void);
+/* memprepop_node_pages() of process @pid's memory, 0 for ours */
+int mpl_node_pages(pid_t pid, const void *addr, size_t len, uint64_t *counts,
+		   unsigned int nr_nodes);
 
 #endif /* MEMPREPOP_INTERNAL_H */

@@ -47,7 +47,8 @@ struct mpl_job {
 };
 
 /* Largest prefix of [p, p + len) that MADV_POPULATE_WRITE accepts */
-static size_t mpl_good_prefix(char *p, size_t len, long page_size)
+static size_t mpl_good_prefix(const struct mpl_target *target, char *p,
+			      size_t len, long page_size)
 {
 	size_t lo = 0, hi = len / page_size;
 
@@ -55,7 +56,7 @@ static size_t mpl_good_prefix(char *p, size_t len, long page_size)
 	while (hi - lo > 1) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (madvise(p, mid * page_size, MADV_POPULATE_WRITE) == 0)
+		if (!mpl_target_populate(target, p, mid * page_size))
 			lo = mid;
 		else
 			hi = mid;
@@ -67,12 +68,12 @@ static size_t mpl_good_prefix(char *p, size_t len, long page_size)
 static int mpl_populate_chunk(struct mpl_job *job, char *p, size_t len,
 			      size_t *good)
 {
+	const struct mpl_target *target = job->req->target;
 	int err;
 
-	if (!madvise(p, len, MADV_POPULATE_WRITE))
-		return 0;
-	err = -errno;
-	*good = mpl_good_prefix(p, len, job->page_size);
+	err = mpl_target_populate(target, p, len);
+	if (err)
+		*good = mpl_good_prefix(target, p, len, job->page_size);
 	return err;
 }
 
@@ -87,7 +88,8 @@ static void mpl_count_nodes(struct mpl_job *job, unsigned int thread,
 
 	if (!node_pages || !len)
 		return;
-	err = memprepop_node_pages(p, len, counts, job->nr_nodes);
+	err = mpl_node_pages(job->req->target->pid, p, len, counts,
+			     job->nr_nodes);
 	if (err) {
 		__atomic_compare_exchange_n(&job->stats_err, &none, err, false,
 					    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -223,7 +225,7 @@ int mpl_job_start(struct mpl_job **jobp, struct mpl_pool *pool,
 	if (req->node_pages)
 		job->nr_nodes = req->opts.nr_nodes < mpl_possible_nodes() ?
 				req->opts.nr_nodes : mpl_possible_nodes();
-	ret = mpl_plan_make(&job->plan, req->work, req->nr,
+	ret = mpl_plan_make(&job->plan, req->target, req->work, req->nr,
 			    req->opts.max_threads,
 			    req->opts.flags & MEMPREPOP_OPT_BORROW_CPUS,
 			    !progress, progress);

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <numa.h>
 #include <numaif.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -33,6 +34,7 @@
 #define MPL_PAGEMAP_PRESENT	(1ull << 63)
 
 struct mpl_stat {
+	pid_t pid;			/* whose pages: 0 for ours */
 	long page_size;
 	int pagemap;			/* fd; -1: not yet, -2: none */
 	size_t n;			/* pages[0, n) are being asked about */
@@ -73,7 +75,14 @@ static bool mpl_stat_present(struct mpl_stat *st)
 	ssize_t got;
 
 	if (st->pagemap == -1) {
-		st->pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+		char path[64];
+
+		if (st->pid)
+			snprintf(path, sizeof(path), "/proc/%d/pagemap",
+				 st->pid);
+		else
+			snprintf(path, sizeof(path), "/proc/self/pagemap");
+		st->pagemap = open(path, O_RDONLY | O_CLOEXEC);
 		if (st->pagemap < 0)
 			st->pagemap = -2;
 	}
@@ -111,7 +120,8 @@ static void mpl_stat_read(struct mpl_stat *st)
 	}
 	for (i = 0; i < st->n;) {
 		struct iovec local = { st->sink, st->n - i };
-		ssize_t got = process_vm_readv(getpid(), &local, 1,
+		ssize_t got = process_vm_readv(st->pid ? st->pid : getpid(),
+					       &local, 1,
 					       &st->remote[i], st->n - i, 0);
 
 		if (got < 0 && errno != EFAULT) {
@@ -139,7 +149,8 @@ static int mpl_stat_batch(struct mpl_stat *st, const char *start, size_t n,
 		st->pages[i] = (void *)(start + i * st->page_size);
 	st->n = n;
 	for (round = 0;; round++) {
-		if (move_pages(0, st->n, st->pages, NULL, st->status, 0))
+		if (move_pages(st->pid, st->n, st->pages, NULL, st->status,
+			       0))
 			return -errno;
 		mpl_stat_count(st, counts, nr_nodes);
 		/* Left: pages not there, and maybe some not reported */
@@ -152,8 +163,8 @@ static int mpl_stat_batch(struct mpl_stat *st, const char *start, size_t n,
 	}
 }
 
-int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
-			 unsigned int nr_nodes)
+int mpl_node_pages(pid_t pid, const void *addr, size_t len, uint64_t *counts,
+		   unsigned int nr_nodes)
 {
 	long page_size = sysconf(_SC_PAGESIZE);
 	size_t npages = len / page_size + !!(len % page_size);
@@ -171,6 +182,7 @@ int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
 	st = malloc(sizeof(*st));
 	if (!st)
 		return -ENOMEM;
+	st->pid = pid;
 	st->page_size = page_size;
 	st->pagemap = -1;
 	for (done = 0; done < npages && !ret; done += MPL_STAT_BATCH) {
@@ -185,4 +197,10 @@ int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
 		close(st->pagemap);
 	free(st);
 	return ret;
+}
+
+int memprepop_node_pages(const void *addr, size_t len, uint64_t *counts,
+			 unsigned int nr_nodes)
+{
+	return mpl_node_pages(0, addr, len, counts, nr_nodes);
 }

@@ -30,12 +30,6 @@
 
 /* MPOL_F_STATIC_NODES, MPOL_F_RELATIVE_NODES, MPOL_F_NUMA_BALANCING */
 #define MPL_MPOL_MODE_FLAGS	(0x7 << 13)
-#ifndef MPOL_PREFERRED_MANY
-#define MPOL_PREFERRED_MANY	5
-#endif
-#ifndef MPOL_WEIGHTED_INTERLEAVE
-#define MPOL_WEIGHTED_INTERLEAVE	6
-#endif
 
 struct mpl_numa {
 	int nnodes;			/* numa_max_node() + 1 */
@@ -68,12 +62,12 @@ static void mpl_policy_nodes(const struct mpl_numa *nm, int mode,
 }
 
 static void mpl_chunk_nodes(struct mpl_numa *nm, const struct mpl_plan *plan,
-			    char *addr, struct bitmask *out)
+			    const struct mpl_target *target, const char *addr,
+			    struct bitmask *out)
 {
 	int mode;
 
-	if (get_mempolicy(&mode, nm->mask->maskp, nm->mask->size + 1, addr,
-			  MPOL_F_ADDR)) {
+	if (mpl_target_policy(target, addr, &mode, nm->mask)) {
 		/* A hole: it fails anyway */
 		numa_bitmask_clearall(out);
 		numa_bitmask_setbit(out, nm->caller_node);
@@ -299,6 +293,7 @@ static int mpl_set_index(struct mpl_plan *plan, const struct bitmask *nodes,
  * plan->sets per distinct set. 0, -ENOMEM, or -ECANCELED by @progress.
  */
 static int mpl_plan_sets(struct mpl_plan *plan, struct mpl_numa *nm,
+			 const struct mpl_target *target,
 			 const struct memprepop_range *work,
 			 struct mpl_progress *progress)
 {
@@ -312,7 +307,7 @@ static int mpl_plan_sets(struct mpl_plan *plan, struct mpl_numa *nm,
 	for (i = 0; i < plan->nchunks && !ret; i++) {
 		struct mpl_chunk *c = &plan->chunks[i];
 
-		mpl_chunk_nodes(nm, plan, (char *)(uintptr_t)
+		mpl_chunk_nodes(nm, plan, target, (char *)(uintptr_t)
 				(work[c->range].addr + c->start), nodes);
 		/* Runs of chunks mostly share one */
 		if (set < 0 || !numa_bitmask_equal(plan->sets[set], nodes))
@@ -393,11 +388,10 @@ static int mpl_plan_threads(struct mpl_plan *plan, const struct mpl_numa *nm,
 	return 0;
 }
 
-/* Threads per node from the nodes each chunk's pages go to */
+/* Threads per node from the nodes each chunk's pages go to, its set */
 static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
-			 const struct memprepop_range *work, uint64_t bytes,
-			 unsigned int max_threads, bool borrow,
-			 bool need_thread, struct mpl_progress *progress)
+			 uint64_t bytes, unsigned int max_threads, bool borrow,
+			 bool need_thread)
 {
 	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
 	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
@@ -408,9 +402,7 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 
 	if (!per_node || !demand || !served)
 		goto out;
-	ret = mpl_plan_sets(plan, nm, work, progress);
-	if (!ret)
-		ret = mpl_plan_demand(plan, nm, demand, served);
+	ret = mpl_plan_demand(plan, nm, demand, served);
 	if (ret)
 		goto out;
 	if (!mpl_plan_alone(bytes, need_thread)) {
@@ -433,6 +425,7 @@ out:
 /**
  * mpl_plan_make() - plan the fallback's threads and chunks
  * @plan: filled; free it with mpl_plan_free()
+ * @target: whose memory, prepared (mpl_target_prepare())
  * @work: the ranges, lengths in whole pages
  * @nr: entries of @work
  * @max_threads: most threads, 0 for no limit
@@ -447,9 +440,10 @@ out:
  * Return: 0, -ECANCELED when @progress cancelled, or -errno. plan->nthreads is 0 when the ranges are too small for
  * a thread: the caller then populates them itself.
  */
-int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
-		  unsigned int nr, unsigned int max_threads, bool borrow,
-		  bool need_thread, struct mpl_progress *progress)
+int mpl_plan_make(struct mpl_plan *plan, const struct mpl_target *target,
+		  const struct memprepop_range *work, unsigned int nr,
+		  unsigned int max_threads, bool borrow, bool need_thread,
+		  struct mpl_progress *progress)
 {
 	struct mpl_numa nm = { 0 };
 	cpu_set_t allowed;
@@ -482,8 +476,10 @@ int mpl_plan_make(struct mpl_plan *plan, const struct memprepop_range *work,
 		plan->task_mode = MPOL_DEFAULT;
 		numa_bitmask_clearall(plan->task_nodes);
 	}
-	ret = mpl_plan_numa(plan, &nm, work, total, max_threads, borrow,
-			    need_thread, progress);
+	ret = mpl_plan_sets(plan, &nm, target, work, progress);
+	if (!ret)
+		ret = mpl_plan_numa(plan, &nm, total, max_threads, borrow,
+				    need_thread);
 out:
 	mpl_numa_free(&nm);
 	return ret;

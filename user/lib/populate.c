@@ -28,6 +28,8 @@ const char *memprepop_backend_name(int backend)
 		return "module";
 	case MEMPREPOP_BACKEND_FALLBACK:
 		return "fallback";
+	case MEMPREPOP_BACKEND_REMOTE:
+		return "remote";
 	default:
 		return "none";
 	}

@@ -89,22 +89,31 @@ static int64_t mpl_range_len(const struct memprepop_range *r, long page_size)
 /**
  * mpl_req_prepare() - check a call and make its work
  * @req: filled; free it with mpl_req_finish() or mpl_req_free()
+ * @target: whose memory, prepared here for the plan (mpl_target_prepare())
  * @ranges: the caller's; their outputs are reset, a range that madvise()
  *	would refuse alone gets its -EINVAL
  * @nr: entries of @ranges
  * @opts: the options, copied already
  *
- * Return: 0, or -errno for the call, nothing written.
+ * Return: 0, or -errno for the call, nothing written: -EINVAL, -ENOMEM,
+ * or for another process's memory -EINVAL with MEMPREPOP_OPT_LOCK and the
+ * errors of mpl_target_prepare().
  */
-int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
-		    unsigned int nr, const struct memprepop_opts *opts)
+int mpl_req_prepare(struct mpl_req *req, struct mpl_target *target,
+		    struct memprepop_range *ranges, unsigned int nr,
+		    const struct memprepop_opts *opts)
 {
 	long page_size = sysconf(_SC_PAGESIZE);
 	unsigned int i;
+	int ret;
 
 	memset(req, 0, sizeof(*req));
+	req->target = target;
 	req->opts = *opts;
 	if (opts->flags & ~MPL_OPT_FLAGS)
+		return -EINVAL;
+	/* Another process's memory is locked by its own mlock(), not ours */
+	if (target->pidfd >= 0 && (opts->flags & MEMPREPOP_OPT_LOCK))
 		return -EINVAL;
 	if (!opts->node_pages != !opts->nr_nodes)
 		return -EINVAL;
@@ -140,7 +149,10 @@ int mpl_req_prepare(struct mpl_req *req, struct memprepop_range *ranges,
 		req->index[req->nr++] = i;
 		req->total += len;
 	}
-	return 0;
+	ret = req->nr ? mpl_target_prepare(target) : 0;
+	if (ret)
+		mpl_req_free(req);
+	return ret;
 }
 
 /*

@@ -53,6 +53,7 @@ static void usage_populate(FILE *f)
 {
 	fprintf(f,
 		"usage: %s populate --size SIZE [options]\n"
+		"       %s populate --pid PID [options] (--pid --help)\n"
 		"\n"
 		"Maps SIZE bytes of anonymous memory, populates it, checks "
 		"that every page\nis present and prints size, seconds, GB/s, "
@@ -67,7 +68,7 @@ static void usage_populate(FILE *f)
 		"  -l, --lock            lock it (mlock2 MLOCK_ONFAULT: each "
 		"page locked\n"
 		"                        where its policy placed it)\n"
-		"%s", prog, placement_help);
+		"%s", prog, prog, placement_help);
 }
 
 struct args {
@@ -206,6 +207,12 @@ int cmd_populate(int argc, char **argv)
 	struct args a;
 	void *mem;
 	int ret;
+	int i;
+
+	/* Another process's memory: a command of its own (remote.c) */
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--pid") || !strncmp(argv[i], "--pid=", 6))
+			return cmd_populate_pid(argc, argv);
 
 	ret = parse_args(argc, argv, &a);
 	if (ret)

@@ -105,6 +105,7 @@ int check_room(const struct run *run, uint64_t need);
 
 /* subcommands */
 int cmd_populate(int argc, char **argv);
+int cmd_populate_pid(int argc, char **argv);
 int cmd_file(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 
