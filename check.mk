@@ -6,7 +6,7 @@
 
 .PHONY: check check-kernel check-compat check-docs check-host check-install \
 	check-vm check-dkms check-deb check-debug check-qemu checkpatch \
-	check-kernels check-rfc
+	check-kernels check-rfc bench-rfc-qemu
 
 CHECK_STAGES	:= check-kernel check-compat check-docs check-host \
 		   check-install check-vm check-dkms check-deb
@@ -120,6 +120,22 @@ check-rfc: deps
 	@$(MAKE) -s lib tool examples selftests ksft-install
 	@set -o pipefail; scripts/check-rfc $(B) $(KSRC) 2>&1 | \
 		tee $(B)/check-rfc.log | selftests/ktap-summary
+
+# A stock QEMU (Debian's, scripts/qemu-debian) on the kernel of make
+# check-rfc: its backends populated from outside by memprepop populate
+# --pid against its own prealloc (bench/run --remote):
+# results/vm-rfc-qemu.*. QUICK=1: 3 runs a cell.
+bench-rfc-qemu: deps
+	@$(MAKE) -s lib tool examples selftests ksft-install $(BENCH)
+	@tree=$$(testvm/rfc-kernel) && s=$$(scripts/qemu-debian) && \
+	testvm/mkinitramfs $(B) $(KSRC) $(B)/rfc/initramfs.cpio none \
+		"$$tree" && \
+	testvm/mkinitramfs-qemu $(B)/rfc/initramfs.cpio - \
+		$(B)/rfc/initramfs-qemu.cpio "" "$$s" && \
+	bench/run $(if $(QUICK),--quick) --remote --vm \
+		$(B)/rfc/initramfs-qemu.cpio \
+		"$$(cat $$tree/include/config/kernel.release)" \
+		--vmlinuz "$$tree/arch/x86/boot/bzImage"
 
 # Kernels beyond make check's three (not part of it: an hour more under
 # TCG), each from Debian's image, the module built against its headers:

@@ -26,6 +26,15 @@
  * line), and --qemu-mpp-machine OPTS gives the patched one a second
  * -machine OPTS (prealloc-method=memprepop for the 10.x series, as libvirt
  * can pass it on).
+ * qemu-remote:N is the stock QEMU unpatched, started paused (-S) with
+ * prealloc=off, its backends populated from outside by the memprepop tool
+ * (--tool PATH; memprepop populate --pid --qmp, N threads), then let run
+ * (cont): timed from spawn to its monitor saying it runs, as a management
+ * stack would start a VM with the kernel of contrib/linux's series. Each
+ * QEMU line also carries the Locked kB of the bound backends (smaps).
+ * --qemu-machine M runs every QEMU as that machine instead of "none",
+ * with -m the regions' size and a NUMA node per backend (a guest that
+ * runs once let: its firmware from --qemu-firmware DIR, QEMU's -L).
  * qemu-stock-hot:N and qemu-mpp-hot:N start QEMU without backends and add
  * them with object_add once it is ready (memory hotplug): timed from the
  * command to its answer.
@@ -102,6 +111,9 @@ struct config {
 	bool thread_contexts;	/* a thread context per bound backend */
 	const char *sandbox;	/* -sandbox for every QEMU, or NULL */
 	const char *mpp_machine; /* a second -machine for qemu-mpp, or NULL */
+	const char *tool;	/* memprepop(1), for qemu-remote */
+	const char *machine;	/* QEMU's -machine, "none" by default */
+	const char *firmware;	/* QEMU's -L, or NULL */
 };
 
 #define QEMU_NODES	8
@@ -121,12 +133,18 @@ struct config {
 #define QEMU_HOTPLUG	(1u << 2)
 /* QEMU with the series: given cfg->mpp_machine */
 #define QEMU_MPP	(1u << 3)
+/*
+ * Paused (-S), prealloc=off, with a QMP socket: populated from outside by
+ * memprepop populate --pid, then let run (cont)
+ */
+#define QEMU_REMOTE	(1u << 4)
 
 /* What a QEMU run showed from outside, just before it quit */
 struct qemu_seen {
 	double ready;			/* seconds from spawn to ready */
 	uint64_t node_pages[QEMU_NODES]; /* base pages of bound backends */
 	long vmlck_kb;
+	long locked_kb;			/* smaps Locked of bound backends */
 };
 
 static double now(void)
@@ -254,8 +272,13 @@ static void qemu_look(pid_t pid, struct qemu_seen *seen)
 	char path[64], line[4096];
 	FILE *f;
 
+	unsigned long long bound[64], start;
+	unsigned int nr_bound = 0, i;
+	bool in = false;
+
 	memset(seen->node_pages, 0, sizeof(seen->node_pages));
 	seen->vmlck_kb = -1;
+	seen->locked_kb = 0;
 	snprintf(path, sizeof(path), "/proc/%d/numa_maps", (int)pid);
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f)) {
@@ -265,6 +288,8 @@ static void qemu_look(pid_t pid, struct qemu_seen *seen)
 
 		if (!strstr(line, " bind:"))
 			continue;
+		if (nr_bound < 64)
+			bound[nr_bound++] = strtoull(line, NULL, 16);
 		tok = strstr(line, "kernelpagesize_kB=");
 		if (tok)
 			kb = strtoull(tok + 18, NULL, 10);
@@ -273,6 +298,24 @@ static void qemu_look(pid_t pid, struct qemu_seen *seen)
 			if (sscanf(tok, "N%d=%llu", &node, &n) == 2 &&
 			    node >= 0 && node < QEMU_NODES)
 				seen->node_pages[node] += n * kb / 4;
+	}
+	if (f)
+		fclose(f);
+	/* The bound backends' locked pages, which only faulting locks */
+	snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long end;
+		char perms[8];
+		long kb;
+
+		if (sscanf(line, "%llx-%llx %7s", &start, &end, perms) == 3) {
+			for (in = false, i = 0; i < nr_bound; i++)
+				in |= bound[i] == start;
+			continue;
+		}
+		if (in && sscanf(line, "Locked: %ld", &kb) == 1)
+			seen->locked_kb += kb;
 	}
 	if (f)
 		fclose(f);
@@ -291,9 +334,8 @@ static void qemu_look(pid_t pid, struct qemu_seen *seen)
  * text is searched as it passes, with what might be the start of the answer
  * kept from one read to the next.
  */
-static bool monitor_answered(int fd)
+static bool monitor_said(int fd, const char *answer)
 {
-	static const char answer[] = "VM status";
 	size_t kept = 0, total, tail;
 	char buf[4096];
 	ssize_t n;
@@ -303,11 +345,53 @@ static bool monitor_answered(int fd)
 		buf[total] = 0;
 		if (strstr(buf, answer))
 			return true;
-		tail = sizeof(answer) - 1;
+		tail = strlen(answer);
 		kept = total < tail ? total : tail;
 		memmove(buf, buf + total - kept, kept);
 	}
 	return false;
+}
+
+static bool monitor_answered(int fd)
+{
+	return monitor_said(fd, "VM status");
+}
+
+/*
+ * QEMU @pid's backends populated by memprepop(1), asked on its QMP socket
+ * @qmp, with @threads threads; then let run, and its monitor (@in, @out)
+ * saying so: true
+ */
+static bool qemu_remote(const struct config *cfg, pid_t pid, const char *qmp,
+			unsigned int threads, int in, int out)
+{
+	static const char cont[] = "cont\ninfo status\n";
+	char pidbuf[16], nthreads[16];
+	char *argv[] = {
+		(char *)cfg->tool, "populate", "--pid", pidbuf, "--qmp",
+		(char *)qmp, "--threads", nthreads, "--json", NULL,
+	};
+	posix_spawn_file_actions_t fa;
+	int devnull, status;
+	pid_t tool;
+
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	snprintf(nthreads, sizeof(nthreads), "%u", threads);
+	devnull = open("/dev/null", O_WRONLY);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, devnull, 1);
+	if (posix_spawnp(&tool, argv[0], &fa, NULL, argv, environ)) {
+		posix_spawn_file_actions_destroy(&fa);
+		close(devnull);
+		return false;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(devnull);
+	if (waitpid(tool, &status, 0) != tool || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return false;
+	return write(in, cont, sizeof(cont) - 1) == sizeof(cont) - 1 &&
+	       monitor_said(out, "VM status: running");
 }
 
 /*
@@ -323,9 +407,10 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 {
 	static const char ask[] = "info status\n", quit[] = "quit\n";
 	char objects[MAX_REGIONS][512], tcs[MAX_REGIONS][64], mib[32];
-	char lock[32], buf[4096];
-	char *argv[16 + 4 * MAX_REGIONS] = {
-		(char *)bin, "-machine", "none", "-nodefaults",
+	char lock[32], buf[4096], qmp[64], qmp_arg[96], ram[32];
+	char numa[MAX_REGIONS][48];
+	char *argv[24 + 6 * MAX_REGIONS] = {
+		(char *)bin, "-machine", (char *)cfg->machine, "-nodefaults",
 		"-display", "none", "-monitor", "stdio",
 	};
 	int argc = 8;
@@ -366,17 +451,36 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 				 "memory-backend-file,id=m%u,size=%s,"
 				 "mem-path=%s,share=off,prealloc=%s,"
 				 "prealloc-threads=%u%s", i, mib,
-				 cfg->hugetlbfs, prealloc ? "on" : "off",
+				 cfg->hugetlbfs,
+				 prealloc && !(how & QEMU_REMOTE) ? "on" : "off",
 				 threads, policy);
 		else
 			snprintf(obj, sizeof(objects[0]),
 				 "memory-backend-ram,id=m%u,size=%s,"
 				 "prealloc=%s,prealloc-threads=%u%s", i, mib,
-				 prealloc ? "on" : "off", threads, policy);
+				 prealloc && !(how & QEMU_REMOTE) ? "on" : "off",
+				 threads, policy);
 		if (how & QEMU_HOTPLUG)
 			continue;
 		argv[argc++] = "-object";
 		argv[argc++] = obj;
+		/* A machine's RAM: a NUMA node per backend */
+		if (strcmp(cfg->machine, "none")) {
+			snprintf(numa[i], sizeof(numa[0]), "node,memdev=m%u", i);
+			argv[argc++] = "-numa";
+			argv[argc++] = numa[i];
+		}
+	}
+	if (strcmp(cfg->machine, "none") && !(how & QEMU_HOTPLUG)) {
+		snprintf(ram, sizeof(ram), "%lluM",
+			 (unsigned long long)(size / cfg->regions / MiB *
+					      cfg->regions));
+		argv[argc++] = "-m";
+		argv[argc++] = ram;
+	}
+	if (cfg->firmware) {
+		argv[argc++] = "-L";
+		argv[argc++] = (char *)cfg->firmware;
 	}
 	if (how & QEMU_LOCK) {
 		snprintf(lock, sizeof(lock), "mem-lock=%s", cfg->mem_lock);
@@ -386,6 +490,16 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	if (how & QEMU_SMALL_TB) {
 		argv[argc++] = "-accel";
 		argv[argc++] = "tcg,tb-size=16";
+	}
+	if (how & QEMU_REMOTE) {
+		snprintf(qmp, sizeof(qmp), "/tmp/prepop-bench-%d.qmp",
+			 (int)getpid());
+		snprintf(qmp_arg, sizeof(qmp_arg), "unix:%s,server=on,wait=off",
+			 qmp);
+		unlink(qmp);
+		argv[argc++] = "-S";
+		argv[argc++] = "-qmp";
+		argv[argc++] = qmp_arg;
 	}
 	if (cfg->sandbox) {
 		argv[argc++] = "-sandbox";
@@ -424,6 +538,9 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 	if (write(in[1], ask, sizeof(ask) - 1) == sizeof(ask) - 1 &&
 	    monitor_answered(out[0]))
 		ready = now() - t0;
+	if ((how & QEMU_REMOTE) && ready >= 0)
+		ready = qemu_remote(cfg, pid, qmp, threads, in[1], out[0]) ?
+			now() - t0 : -1;
 	if ((how & QEMU_HOTPLUG) && ready >= 0) {
 		bool sent = true;
 
@@ -448,6 +565,8 @@ static double qemu_run(const struct config *cfg, uint64_t size,
 		;
 	close(out[0]);
 	waitpid(pid, &status, 0);
+	if (how & QEMU_REMOTE)
+		unlink(qmp);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		return -1;
 	return ready;
@@ -497,11 +616,13 @@ static void emit_qemu(const struct config *cfg, const struct method *m,
 	       "\"regions\": %u, \"present\": false, \"rep\": %d, "
 	       "\"seconds\": %.9f, \"startup\": %.9f, \"mem_lock\": \"%s\", "
 	       "\"thread_contexts\": %s, "
-	       "\"vmlck_kb\": %ld, \"backend\": \"\", \"node_pages\": [",
+	       "\"vmlck_kb\": %ld, \"locked_kb\": %ld, \"backend\": \"\", "
+	       "\"node_pages\": [",
 	       m->name, m->threads, kind_names[kind],
 	       (unsigned long long)size, cfg->policy_name, cfg->regions, rep,
 	       seen->ready, startup, cfg->mem_lock ? cfg->mem_lock : "off",
-	       cfg->thread_contexts ? "true" : "false", seen->vmlck_kb);
+	       cfg->thread_contexts ? "true" : "false", seen->vmlck_kb,
+	       seen->locked_kb);
 	for (n = 0; n <= last; n++)
 		printf("%s%llu", n ? ", " : "",
 		       (unsigned long long)seen->node_pages[n]);
@@ -604,9 +725,12 @@ static bool measure(const struct config *cfg, const struct method *m,
 	uint64_t off;
 
 	if (!strncmp(m->name, "qemu-stock", 10) ||
-	    !strncmp(m->name, "qemu-mpp", 8)) {
+	    !strncmp(m->name, "qemu-mpp", 8) ||
+	    !strncmp(m->name, "qemu-remote", 11)) {
 		unsigned int mpp = !strncmp(m->name, "qemu-mpp", 8) ?
 				   QEMU_MPP : 0;
+		unsigned int remote = !strncmp(m->name, "qemu-remote", 11) ?
+				      QEMU_REMOTE : 0;
 		const char *bin = mpp ? cfg->qemu_mpp : cfg->qemu_stock;
 		bool hot = strstr(m->name, "-hot");
 		struct qemu_seen seen;
@@ -615,7 +739,7 @@ static bool measure(const struct config *cfg, const struct method *m,
 		if (!bin)
 			return false;
 		seen.ready = qemu_run(cfg, size, kind, m->threads, true, bin,
-				      QEMU_SMALL_TB | mpp |
+				      QEMU_SMALL_TB | mpp | remote |
 				      (cfg->mem_lock ? QEMU_LOCK : 0) |
 				      (hot ? QEMU_HOTPLUG : 0), &seen);
 		if (!hot)
@@ -771,7 +895,8 @@ static void usage(void)
 		"                    [--regions R] [--work-ms MS] [--present]\n"
 		"                    [--qemu-mpp PATH] [--qemu-stock PATH]\n"
 		"                    [--mem-lock[=on-fault]] [--thread-contexts]\n"
-		"                    [--qemu-sandbox OPTS] [--qemu-mpp-machine OPTS]\n");
+		"                    [--qemu-sandbox OPTS] [--qemu-mpp-machine OPTS]\n"
+		"                    [--tool PATH] [--qemu-machine M] [--qemu-firmware DIR]\n");
 }
 
 int main(int argc, char **argv)
@@ -792,12 +917,16 @@ int main(int argc, char **argv)
 		{ "thread-contexts", no_argument, NULL, 'T' },
 		{ "qemu-sandbox", required_argument, NULL, 'X' },
 		{ "qemu-mpp-machine", required_argument, NULL, 'M' },
+		{ "tool", required_argument, NULL, 'O' },
+		{ "qemu-machine", required_argument, NULL, 'N' },
+		{ "qemu-firmware", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config cfg = { .reps = 5, .policy = MPOL_DEFAULT,
 			      .policy_name = "none", .regions = 1,
 			      .work_ms = 1000,
-			      .qemu_stock = "qemu-system-x86_64" };
+			      .qemu_stock = "qemu-system-x86_64",
+			      .tool = "memprepop", .machine = "none" };
 	char thp_saved[64] = "", nr_saved[32] = "", order_saved[16] = "";
 	char *sel, list[512];
 	uint64_t max_size = 0, warm;
@@ -864,6 +993,15 @@ int main(int argc, char **argv)
 			break;
 		case 'M':
 			cfg.mpp_machine = optarg;
+			break;
+		case 'O':
+			cfg.tool = optarg;
+			break;
+		case 'N':
+			cfg.machine = optarg;
+			break;
+		case 'F':
+			cfg.firmware = optarg;
 			break;
 		default:
 			return usage(), 2;

@@ -52,6 +52,9 @@ for key, rs in sorted(runs.items()):
                                                      for r in rs)
         summary[-1]["vmlck_kb"] = statistics.median(r["vmlck_kb"]
                                                     for r in rs)
+        if "locked_kb" in rs[0]:
+            summary[-1]["locked_kb"] = statistics.median(r["locked_kb"]
+                                                         for r in rs)
 
 
 def find(kind, size, policy, method, threads, regions=None):
@@ -68,8 +71,11 @@ def label(s):
     name = m if m in ("touch", "madvise", "map_populate", "mlock",
                       "work") else "%s:%d" % (m, s["threads"])
     if "startup_s" in s:
-        name += " (startup %.3f s, VmLck %d MiB)" % (s["startup_s"],
-                                                     s["vmlck_kb"] / 1024)
+        name += " (startup %.3f s, VmLck %d MiB" % (s["startup_s"],
+                                                    s["vmlck_kb"] / 1024)
+        if "locked_kb" in s:
+            name += ", backends Locked %d MiB" % (s["locked_kb"] / 1024)
+        name += ")"
     return name if s["regions"] == 1 else "%s, %d regions" % (
         name, s["regions"])
 
@@ -137,6 +143,18 @@ for kind in ("4k", "thp", "2m"):
                         ratios.append(("qemu-mpp:%d vs qemu-stock:%d, less "
                                        "startup" % (n, n), kind, size, pol,
                                        a / b, None))
+            # A stock QEMU populated from outside (-S, the tool, cont)
+            # against its own prealloc: time from exec to running
+            for n in (1, 2, 4, 8):
+                rm = find(kind, size, pol, "qemu-remote", n)
+                for k in (1, 2, 4, 8):
+                    st = find(kind, size, pol, "qemu-stock", k)
+                    if rm and st and rm["median_s"] > 0:
+                        ratios.append(("qemu-remote:%d vs qemu-stock:%d, "
+                                       "exec to running" % (n, k), kind,
+                                       size, pol,
+                                       st["median_s"] / rm["median_s"],
+                                       None))
             m1, m2 = (find(kind, size, pol, "module", 1),
                       find(kind, size, pol, "module", 2))
             if m1 and m2:

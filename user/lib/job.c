@@ -72,8 +72,11 @@ static int mpl_populate_chunk(struct mpl_job *job, char *p, size_t len,
 	int err;
 
 	err = mpl_target_populate(target, p, len);
-	if (err)
+	/* The process gone or out of reach: nothing of it to look for */
+	if (err && err != -ESRCH && err != -EPERM)
 		*good = mpl_good_prefix(target, p, len, job->page_size);
+	else if (err)
+		*good = 0;
 	return err;
 }
 

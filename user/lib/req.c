@@ -122,6 +122,10 @@ int mpl_req_prepare(struct mpl_req *req, struct mpl_target *target,
 	for (i = 0; i < nr; i++)
 		if (ranges[i].__reserved)
 			return -EINVAL;
+	/* Another process's mappings, as they are now: nothing written yet */
+	ret = nr ? mpl_target_prepare(target) : 0;
+	if (ret)
+		return ret;
 	req->work = calloc(nr + 1, sizeof(*req->work));
 	req->index = calloc(nr + 1, sizeof(*req->index));
 	if (opts->node_pages)
@@ -149,10 +153,7 @@ int mpl_req_prepare(struct mpl_req *req, struct mpl_target *target,
 		req->index[req->nr++] = i;
 		req->total += len;
 	}
-	ret = req->nr ? mpl_target_prepare(target) : 0;
-	if (ret)
-		mpl_req_free(req);
-	return ret;
+	return 0;
 }
 
 /*

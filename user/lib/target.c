@@ -61,16 +61,20 @@ static pid_t mpl_pidfd_pid(int pidfd)
 	pid_t pid = -ESRCH;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	/* The calling thread's descriptors, which may be its own */
+	snprintf(path, sizeof(path), "/proc/thread-self/fdinfo/%d", pidfd);
 	f = fopen(path, "re");
 	if (!f)
-		return -EBADF;
+		return errno == ENOENT ? -EBADF : -errno;
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "Pid: %d", &pid) == 1)
 			break;
 	fclose(f);
-	/* -1: the process has exited */
-	return pid > 0 ? pid : pid == -1 ? -ESRCH : -EBADF;
+	/*
+	 * -1: the process has exited; 0: it is outside our pid namespace,
+	 * where /proc cannot show it to us
+	 */
+	return pid > 0 ? pid : pid == -1 ? -ESRCH : pid == 0 ? -EPERM : -EBADF;
 }
 
 /*
@@ -207,6 +211,13 @@ static int mpl_parse_policy(const char *s, struct mpl_vma *vma)
 	const char *colon;
 	size_t i, n;
 
+	/*
+	 * The kernel writes the policy into 64 bytes: one of 63 characters
+	 * may have lost the end of its node list. Taken as none.
+	 */
+	if (strcspn(s, " \n") >= 63)
+		return 0;
+
 	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		n = strlen(modes[i].name);
 		if (!strncmp(s, modes[i].name, n) &&
@@ -339,6 +350,18 @@ out:
 	return ret;
 }
 
+/*
+ * Is the process the pidfd names still there: 0, or -ESRCH. Signal 0
+ * checks; a caller that may attach but not signal it (another user's,
+ * with CAP_SYS_PTRACE) is told EPERM, which says it is there.
+ */
+static int mpl_target_alive(const struct mpl_target *t)
+{
+	if (!syscall(__NR_pidfd_send_signal, t->pidfd, 0, NULL, 0))
+		return 0;
+	return errno == ESRCH ? -ESRCH : 0;
+}
+
 /**
  * mpl_target_prepare() - what the plan of a request needs of the target
  * @t: the target
@@ -347,8 +370,8 @@ out:
  * whether it is still the process the pidfd names (its pid not reused
  * meanwhile).
  *
- * Return: 0, -ESRCH when it has exited, -ENOMEM, or another -errno of
- * reading its /proc files.
+ * Return: 0, -ESRCH when it has exited, -EPERM when its /proc files may
+ * not be read, -ENOMEM, or another -errno of reading them.
  */
 int mpl_target_prepare(struct mpl_target *t)
 {
@@ -358,8 +381,16 @@ int mpl_target_prepare(struct mpl_target *t)
 		return 0;
 	mpl_target_forget(t);
 	ret = mpl_target_read(t);
-	if (!ret && syscall(__NR_pidfd_send_signal, t->pidfd, 0, NULL, 0))
-		ret = -errno;
+	/*
+	 * Read from /proc/PID: from the process the pidfd names only if it
+	 * is still there (the pid not reused meanwhile); gone, whatever the
+	 * read said, it is ESRCH. Another user's process that took the pid
+	 * would have refused the read: EPERM, as for attaching.
+	 */
+	if (mpl_target_alive(t))
+		ret = -ESRCH;
+	else if (ret == -EACCES)
+		ret = -EPERM;
 	if (ret)
 		mpl_target_forget(t);
 	return ret;

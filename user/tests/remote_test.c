@@ -18,6 +18,7 @@
 #include <numaif.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -36,10 +37,12 @@
 #endif
 
 #define SIZE		(32UL << 20)
+/* C: 16 of the library's 16 MiB chunks */
+#define BIG		(256UL << 20)
 #define SLOW		600
 
 /* What the target does with its two mappings before it waits */
-enum setup { PLAIN, BOUND, LOCKED };
+enum setup { PLAIN, BOUND, LOCKED, NOBODY };
 
 /* A process with two identical mappings, A and B, that waits */
 struct target {
@@ -47,6 +50,7 @@ struct target {
 	int pidfd;
 	int cmd, ack;		/* pipes: to it, from it */
 	char *a, *b;		/* addresses in it (the same as ours) */
+	char *c;		/* BIG bytes, for a cancel midway */
 	int node;		/* BOUND: where A and B are bound */
 };
 
@@ -69,6 +73,16 @@ static int target_start(struct target *t, enum setup setup, int node)
 	t->b = t->a + 2 * SIZE;
 	munmap(t->a + SIZE, SIZE);
 	munmap(t->b + SIZE, SIZE);
+	/* Apart from A, which it would merge with if next to it */
+	t->c = mmap(NULL, BIG + SIZE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t->c == MAP_FAILED)
+		return -1;
+	munmap(t->c + BIG, SIZE);
+	/*
+	 * The harness runs each case in a process of its own, with one
+	 * thread: the children may call anything after fork()
+	 */
 	t->pid = fork();
 	if (t->pid < 0)
 		return -1;
@@ -81,6 +95,13 @@ static int target_start(struct target *t, enum setup setup, int node)
 		if (setup == BOUND &&
 		    (mbind(t->a, SIZE, MPOL_BIND, &mask, 64, 0) ||
 		     mbind(t->b, SIZE, MPOL_BIND, &mask, 64, 0)))
+			ret = 1;
+		/*
+		 * Another user's, 65534 (nobody), and dumpable again as a
+		 * process started by that user would be
+		 */
+		if (setup == NOBODY && (setgid(65534) || setuid(65534) ||
+					prctl(PR_SET_DUMPABLE, 1)))
 			ret = 1;
 		if (setup == LOCKED &&
 		    (mlock2(t->a, SIZE, MLOCK_ONFAULT) ||
@@ -103,6 +124,7 @@ static int target_start(struct target *t, enum setup setup, int node)
 	t->ack = ack[0];
 	munmap(t->a, SIZE);
 	munmap(t->b, SIZE);
+	munmap(t->c, BIG);
 	t->pidfd = syscall(__NR_pidfd_open, t->pid, 0);
 	if (read(t->ack, &c, 1) != 1 || c != 'r' || t->pidfd < 0)
 		return -1;
@@ -368,7 +390,114 @@ TEST(another_user_refused)
 		      1);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, present(t.pid, t.b, SIZE));
+	target_stop(&t);
+}
+
+/* A caller as user 65534: memprepop_ctx_new_pid()'s return */
+static int as_nobody(int pidfd)
+{
+	struct memprepop_ctx *ctx;
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (!pid) {
+		int ret;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(100);
+		ret = memprepop_ctx_new_pid(&ctx, pidfd, 0);
+		if (!ret)
+			memprepop_ctx_free(ctx);
+		_exit(-ret);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 1000;
+	return -WEXITSTATUS(status);
+}
+
+#define PTRACE_SCOPE	"/proc/sys/kernel/yama/ptrace_scope"
+
+/* Sets Yama's ptrace_scope: true when written */
+static bool set_scope(const char *scope)
+{
+	FILE *f = fopen(PTRACE_SCOPE, "w");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fputs(scope, f) >= 0;
+	return !fclose(f) && ok;
+}
+
+/* ptrace_scope as it was, put back whatever the case did */
+FIXTURE(yama)
+{
+	char was[8];
+};
+
+FIXTURE_SETUP(yama)
+{
+	FILE *f;
+
+	self->was[0] = 0;
+	if (geteuid())
+		SKIP(return, "not root: cannot set ptrace_scope");
+	f = fopen(PTRACE_SCOPE, "r");
+	if (!f)
+		SKIP(return, "no Yama here");
+	if (!fgets(self->was, sizeof(self->was), f))
+		self->was[0] = 0;
+	fclose(f);
+	if (self->was[0] == '3')
+		SKIP(return, "ptrace_scope 3: nobody may attach until reboot");
+}
+
+FIXTURE_TEARDOWN(yama)
+{
+	if (self->was[0] && !set_scope(self->was))
+		TH_LOG("ptrace_scope not put back to %s", self->was);
+}
+
+/*
+ * Yama: a process of the same user that is not its ancestor may populate
+ * it at ptrace_scope 0, not at 1 (only ancestors) nor 2 (only with
+ * CAP_SYS_PTRACE, which root has); as ptrace could attach.
+ */
+TEST_F(yama, scopes)
+{
+	static const struct {
+		const char *scope;
+		int nobody, root;
+	} want[] = {
+		{ "0", 0, 0 }, { "1", -EPERM, 0 }, { "2", -EPERM, 0 },
+	};
+	struct memprepop_ctx *ctx;
+	struct target t = { 0 };
+	unsigned int i;
+	int ret;
+
+	if (_metadata->skip)
+		return;
+	/* The target is nobody's, not a child of the nobody caller */
+	ASSERT_EQ(0, target_start(&t, NOBODY, 0));
+	NEED_SERIES(&t);
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		EXPECT_TRUE(set_scope(want[i].scope));
+		EXPECT_EQ(want[i].nobody, as_nobody(t.pidfd)) {
+			TH_LOG("ptrace_scope %s, another process of the "
+			       "target's user", want[i].scope);
+		}
+		ret = memprepop_ctx_new_pid(&ctx, t.pidfd, 0);
+		EXPECT_EQ(want[i].root, ret) {
+			TH_LOG("ptrace_scope %s, root", want[i].scope);
+		}
+		if (!ret)
+			memprepop_ctx_free(ctx);
+	}
 	EXPECT_EQ(0, present(t.pid, t.b, SIZE));
 	target_stop(&t);
 }
@@ -412,34 +541,43 @@ TEST_F_TIMEOUT(remote, hole_stops_as_madvise, SLOW)
 	target_stop(&t);
 }
 
-static int cancel_at_first(uint64_t done, uint64_t total, void *arg)
-{
-	(void)done;
-	(void)total;
-	(void)arg;
-	return 1;
-}
-
-/* Cancelled: what is reported populated is there */
+/*
+ * Cancelled once part is done: -ECANCELED, and what it says populated is
+ * there. C, 16 chunks, one thread, started in the background and
+ * cancelled when the progress first shows bytes done.
+ */
 TEST_F_TIMEOUT(remote, cancel_exact, SLOW)
 {
 	struct memprepop_opts opts = MEMPREPOP_OPTS_INIT;
 	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
-	struct target t = { 0 };
 	long page = sysconf(_SC_PAGESIZE);
+	uint64_t done = 0, total = 0;
+	struct memprepop_range r;
+	struct memprepop_ctx *ctx;
+	struct target t = { 0 };
 	int ret;
 
 	ASSERT_EQ(0, target_start(&t, PLAIN, 0));
 	NEED_SERIES(&t);
-	opts.progress = cancel_at_first;
-	ret = populate(t.pidfd, t.b, SIZE, &opts, &res);
-	if (!ret) {
-		EXPECT_EQ(SIZE, res.populated);
-	} else {
-		EXPECT_EQ(-ECANCELED, ret);
+	ASSERT_EQ(0, memprepop_ctx_new_pid(&ctx, t.pidfd, 0));
+	opts.max_threads = 1;
+	r = (struct memprepop_range){ .addr = (uintptr_t)t.c, .len = BIG };
+	ASSERT_EQ(0, memprepop_ctx_start(ctx, &r, 1, &opts));
+	while (!memprepop_ctx_progress(ctx, &done, &total) && !done)
+		usleep(200);
+	EXPECT_EQ(0, memprepop_ctx_cancel(ctx));
+	ret = memprepop_ctx_wait(ctx, 0, &res);
+	if (ret == 0 && res.populated == BIG) {
+		memprepop_ctx_free(ctx);
+		target_stop(&t);
+		SKIP(return, "done before the cancel came");
 	}
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_LT(0, res.populated);
+	EXPECT_GT(BIG, res.populated);
 	EXPECT_EQ((long)(res.populated / page),
-		  present(t.pid, t.b, res.populated));
+		  present(t.pid, t.c, res.populated));
+	memprepop_ctx_free(ctx);
 	target_stop(&t);
 }
 

@@ -21,10 +21,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -36,6 +38,8 @@
 
 /* Most ranges found or given */
 #define REMOTE_MAX_RANGES	256
+/* Seconds QEMU's monitor may take to answer */
+#define QMP_TIMEOUT_S		30
 
 struct remote {
 	pid_t pid;
@@ -102,11 +106,28 @@ static int add_range(struct remote *r, uint64_t start, uint64_t len,
 			REMOTE_MAX_RANGES);
 		return 2;
 	}
-	r->ranges[r->nr] = (struct memprepop_range){ .addr = start,
-						     .len = len };
 	r->names[r->nr] = strdup(name);
-	r->nr++;
+	if (!r->names[r->nr]) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return 1;
+	}
+	r->ranges[r->nr++] = (struct memprepop_range){ .addr = start,
+						       .len = len };
 	return 0;
+}
+
+/* A pid: 1 to INT_MAX (pid_max may be up to 2^22), false otherwise */
+static bool parse_pid(const char *s, pid_t *pid)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > INT_MAX)
+		return false;
+	*pid = v;
+	return true;
 }
 
 /* START+LEN: false when it is not one */
@@ -118,8 +139,10 @@ static bool parse_range(const char *s, uint64_t *start, uint64_t *len)
 	if (!plus || plus == s)
 		return false;
 	errno = 0;
-	*start = strtoull(s, &end, 0);
-	if (errno || end != plus)
+	/* Hex with 0x, else decimal (never octal) */
+	*start = strtoull(s, &end,
+			  !strncmp(s, "0x", 2) || !strncmp(s, "0X", 2) ? 16 : 10);
+	if (errno || end != plus || *s == '-')
 		return false;
 	*len = parse_size(plus + 1);
 	return *len != 0;
@@ -128,7 +151,7 @@ static bool parse_range(const char *s, uint64_t *start, uint64_t *len)
 /* 0 to go on, 1 for --help, 2 for bad arguments */
 static int parse_remote(int argc, char **argv, struct remote *r)
 {
-	unsigned int pid = 0;
+	pid_t pid = 0;
 	const char *bad = NULL;
 	uint64_t start, len;
 	int c, ret;
@@ -138,7 +161,7 @@ static int parse_remote(int argc, char **argv, struct remote *r)
 
 		switch (c) {
 		case OPT_PID:
-			if (!parse_uint(optarg, &pid) || !pid)
+			if (!parse_pid(optarg, &pid))
 				bad = "pid";
 			break;
 		case OPT_RANGE:
@@ -178,14 +201,18 @@ static int parse_remote(int argc, char **argv, struct remote *r)
 	return 0;
 }
 
-/* One QMP command's "return", or NULL; json_object_put() it */
-static struct json_object *qmp_call(FILE *f, const char *cmd)
+/*
+ * One QMP command's "return", or NULL; json_object_put() it. Written on
+ * the socket @fd, read from @f, a stream of its own over it: events come
+ * between, a line each.
+ */
+static struct json_object *qmp_call(FILE *f, int fd, const char *cmd)
 {
 	char *line = NULL;
 	size_t cap = 0;
 
-	fprintf(f, "{\"execute\": \"%s\"}\n", cmd);
-	fflush(f);
+	if (dprintf(fd, "{\"execute\": \"%s\"}\n", cmd) < 0)
+		return NULL;
 	while (getline(&line, &cap, f) > 0) {
 		struct json_object *o = json_tokener_parse(line), *ret;
 
@@ -237,16 +264,38 @@ static int qmp_block(struct remote *r, const char *text, const char *id)
 			break;
 		return add_range(r, hva, used, id);
 	}
-	fprintf(stderr, "%s: QEMU's RAM blocks have none of backend %s\n",
+	/* A backend that no NUMA node or device uses has an unnamed block */
+	fprintf(stderr, "%s: QEMU's RAM blocks have none named for backend "
+		"%s (one that no NUMA node or device uses has no name)\n",
 		prog, id);
 	return 2;
 }
 
-/* QEMU's memory backends, asked on its QMP socket: 0, or 1 */
+/* The greeting, {"QMP": ...}, as the first line: true */
+static bool qmp_greeted(FILE *f)
+{
+	struct json_object *o = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	bool ok;
+
+	if (getline(&line, &cap, f) > 0)
+		o = json_tokener_parse(line);
+	ok = o && json_object_object_get_ex(o, "QMP", NULL);
+	json_object_put(o);
+	free(line);
+	return ok;
+}
+
+/* QEMU's memory backends, asked on its QMP socket: 0, 1 or 2 */
 static int find_qmp(struct remote *r)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct json_object *caps, *memdevs = NULL, *blocks = NULL, *text;
+	struct json_object *caps = NULL, *memdevs = NULL, *blocks = NULL;
+	struct timeval tv = { .tv_sec = QMP_TIMEOUT_S };
+	struct json_object *text;
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
 	int fd, ret = 1;
 	size_t i;
 	FILE *f;
@@ -264,17 +313,32 @@ static int find_qmp(struct remote *r)
 			close(fd);
 		return 1;
 	}
-	f = fdopen(fd, "r+");
+	/* The QEMU of --pid, and not one of another process's */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) ||
+	    peer.pid != r->pid) {
+		fprintf(stderr, "%s: %s is not process %d's\n", prog, r->qmp,
+			r->pid);
+		close(fd);
+		return 2;
+	}
+	/* A socket that never answers (held by another client) ends */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
 		return 1;
 	}
-	/* The greeting, then the commands' mode */
-	caps = qmp_call(f, "qmp_capabilities");
+	if (!qmp_greeted(f)) {
+		fprintf(stderr, "%s: %s is not a QMP socket, or did not answer "
+			"within %d s\n", prog, r->qmp, QMP_TIMEOUT_S);
+		fclose(f);
+		return 2;
+	}
+	caps = qmp_call(f, fd, "qmp_capabilities");
 	if (caps)
-		memdevs = qmp_call(f, "query-memdev");
+		memdevs = qmp_call(f, fd, "query-memdev");
 	if (memdevs)
-		blocks = qmp_call(f, "x-query-ramblock");
+		blocks = qmp_call(f, fd, "x-query-ramblock");
 	if (!blocks || !json_object_object_get_ex(blocks,
 						  "human-readable-text",
 						  &text)) {
@@ -346,51 +410,91 @@ static bool guest_memory(const char *maps_line, const char *policy,
 	return strcmp(policy, "default") && strcmp(policy, task_policy);
 }
 
-/* The mappings that are guest memory without doubt: 0, 1 or 2 */
+/* numa_maps: each mapping's start and policy, in address order */
+struct numa_line {
+	unsigned long long start;
+	char policy[128];
+};
+
+static int read_numa_maps(pid_t pid, struct numa_line **lines, size_t *n)
+{
+	FILE *numa = proc_file(pid, "numa_maps");
+	struct numa_line *l = NULL;
+	size_t cap = 0, lcap = 0;
+	char *nl = NULL;
+	int ret = 0;
+
+	*n = 0;
+	if (!numa)
+		return -errno;
+	while (getline(&nl, &cap, numa) > 0) {
+		if (*n == lcap) {
+			struct numa_line *more;
+
+			lcap = lcap ? 2 * lcap : 64;
+			more = realloc(l, lcap * sizeof(*l));
+			if (!more) {
+				ret = -ENOMEM;
+				break;
+			}
+			l = more;
+		}
+		if (sscanf(nl, "%llx ", &l[*n].start) != 1)
+			continue;
+		policy_text(nl, l[*n].policy, sizeof(l[*n].policy));
+		(*n)++;
+	}
+	free(nl);
+	fclose(numa);
+	*lines = l;
+	return ret;
+}
+
+/*
+ * The mappings that are guest memory without doubt: 0, 1 or 2. maps gives
+ * where each ends and what it maps, numa_maps its policy: they are matched
+ * by start address, so that a mapping that came or went between the two
+ * reads shifts nothing (it is taken without a policy).
+ */
 static int find_maps(struct remote *r)
 {
 	FILE *maps = proc_file(r->pid, "maps");
-	FILE *numa = proc_file(r->pid, "numa_maps");
-	char *ml = NULL, *nl = NULL, task[128] = "default";
-	char **mlines = NULL, **policies = NULL;
-	size_t mcap = 0, ncap = 0, n = 0, i;
+	struct numa_line *numa = NULL;
+	char *ml = NULL, task[128] = "default";
+	size_t mcap = 0, nr_numa = 0, at = 0;
 	int ret = 1;
 
-	if (!maps || !numa) {
+	if (!maps || read_numa_maps(r->pid, &numa, &nr_numa)) {
 		fprintf(stderr, "%s: cannot read /proc/%d/maps and numa_maps: "
 			"%s\n", prog, r->pid, strerror(errno));
 		goto out;
 	}
-	/* The same mappings in the same order; a line each */
-	while (getline(&ml, &mcap, maps) > 0 &&
-	       getline(&nl, &ncap, numa) > 0) {
-		char **m = realloc(mlines, (n + 1) * sizeof(*m));
-		char **p = realloc(policies, (n + 1) * sizeof(*p));
+	/* The task's own policy, which numa_maps shows for [vdso] */
+	while (getline(&ml, &mcap, maps) > 0) {
+		unsigned long long start;
+		size_t i;
 
-		if (m)
-			mlines = m;
-		if (p)
-			policies = p;
-		if (!m || !p)
-			goto out;
-		mlines[n] = strdup(ml);
-		policies[n] = malloc(128);
-		if (!mlines[n] || !policies[n])
-			goto out;
-		policy_text(nl, policies[n], 128);
-		/* The task's own policy, shown for mappings without one */
-		if (strstr(ml, " [vdso]"))
-			snprintf(task, sizeof(task), "%s", policies[n]);
-		n++;
-	}
-	ret = 0;
-	for (i = 0; !ret && i < n; i++) {
-		unsigned long long start, end;
-
-		if (!guest_memory(mlines[i], policies[i], task) ||
-		    sscanf(mlines[i], "%llx-%llx", &start, &end) != 2)
+		if (!strstr(ml, " [vdso]") || sscanf(ml, "%llx-", &start) != 1)
 			continue;
-		ret = add_range(r, start, end - start, policies[i]);
+		for (i = 0; i < nr_numa; i++)
+			if (numa[i].start == start)
+				snprintf(task, sizeof(task), "%s",
+					 numa[i].policy);
+	}
+	rewind(maps);
+	ret = 0;
+	while (!ret && getline(&ml, &mcap, maps) > 0) {
+		unsigned long long start, end;
+		const char *policy = "default";
+
+		if (sscanf(ml, "%llx-%llx", &start, &end) != 2)
+			continue;
+		while (at < nr_numa && numa[at].start < start)
+			at++;
+		if (at < nr_numa && numa[at].start == start)
+			policy = numa[at].policy;
+		if (guest_memory(ml, policy, task))
+			ret = add_range(r, start, end - start, policy);
 	}
 	if (!ret && !r->nr) {
 		fprintf(stderr, "%s: cannot tell which mappings of %d to "
@@ -399,18 +503,10 @@ static int find_maps(struct remote *r)
 		ret = 2;
 	}
 out:
-	for (i = 0; i < n; i++) {
-		free(mlines[i]);
-		free(policies[i]);
-	}
-	free(mlines);
-	free(policies);
+	free(numa);
 	free(ml);
-	free(nl);
 	if (maps)
 		fclose(maps);
-	if (numa)
-		fclose(numa);
 	return ret;
 }
 
