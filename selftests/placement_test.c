@@ -122,8 +122,9 @@ TEST_F(place, vma_bind_each_node)
 /*
  * Bind over both nodes: spread over them by node-local workers. A worker
  * that finishes its node's share takes chunks of the other, so the split
- * follows speed; once warmed up (the first touch of a fresh guest's memory
- * is slow on this host, which backs it lazily) it is even.
+ * follows speed, a chunk at a time: each node's worker takes one at least.
+ * A call of LEN is cut into eight chunks (MPP_PLAN_CHUNKS): at least an
+ * eighth on each node; under TCG a worker that starts late has seen 7:1.
  */
 TEST_F(place, vma_bind_both_nodes_spreads)
 {
@@ -139,8 +140,8 @@ TEST_F(place, vma_bind_both_nodes_spreads)
 	ASSERT_EQ(0, count_nodes(self->p, LEN, counts));
 	TH_LOG("node 0: %zu pages, node 1: %zu pages", counts[0], counts[1]);
 	EXPECT_EQ(LEN / page_size(), counts[0] + counts[1]);
-	EXPECT_LT(LEN / page_size() / 8, counts[0]);
-	EXPECT_LT(LEN / page_size() / 8, counts[1]);
+	EXPECT_LE(LEN / page_size() / 8, counts[0]);
+	EXPECT_LE(LEN / page_size() / 8, counts[1]);
 }
 
 TEST_F(place, vma_preferred)
