@@ -155,10 +155,9 @@ static void mpp_left_let_go(struct list_head *gone)
 /*
  * The calling thread's call left for a signal, taken from the file: its
  * request when @call, read again, is that call, else none (the left one
- * is cancelled: the thread made another call).
+ * is the caller's to give up: the thread made another call).
  */
-static struct mpp_request *mpp_file_take_left(struct mpp_file *f,
-					      const struct mpp_call *call)
+static struct mpp_request *mpp_file_take_left(struct mpp_file *f)
 {
 	struct mpp_request *req = NULL;
 	struct mpp_left *l;
@@ -172,11 +171,7 @@ static struct mpp_request *mpp_file_take_left(struct mpp_file *f,
 		}
 	}
 	spin_unlock(&f->lock);
-	if (!req || (req->mm == current->mm &&
-		     mpp_uapi_call_same(&req->call, call)))
-		return req;
-	mpp_file_let_go(req, true);
-	return NULL;
+	return req;
 }
 
 /*
@@ -204,6 +199,27 @@ static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
 	list_add(&l->node, &f->left);
 	spin_unlock(&f->lock);
 	mpp_left_let_go(&gone);
+}
+
+/*
+ * The calling thread made another call than the one it left, @req: that
+ * one is cancelled, and its workers, the caller's threads, waited for
+ * until none is inside one of its chunks, so that nothing of it is
+ * populated once the new call goes on. Returns 0, -EINTR when the caller
+ * was killed, or -ERESTARTNOINTR when it has another signal to take
+ * first: @req stays left on the file meanwhile.
+ */
+static int mpp_file_give_up_left(struct mpp_file *f, struct mpp_request *req)
+{
+	int ret = 0;
+
+	if (req->mm == current->mm)
+		ret = mpp_populate_abandon(req);
+	if (ret == -ERESTARTNOINTR)
+		mpp_file_leave(f, req);
+	else
+		mpp_file_let_go(req, true);
+	return ret;
 }
 
 /* The calls left by the calling process's threads are cancelled */
@@ -246,10 +262,19 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	if (ret || !call.nr_ranges)
 		goto out_end;
 
-	req = mpp_file_take_left(f, &call);
-	if (req) {
+	req = mpp_file_take_left(f);
+	if (req && req->mm == current->mm &&
+	    mpp_uapi_call_same(&req->call, &call)) {
 		ret = mpp_populate_finish(req, false);
 		goto out_sync;
+	}
+	if (req) {
+		ret = mpp_file_give_up_left(f, req);
+		req = NULL;
+		if (ret == -ERESTARTNOINTR)
+			goto out_release;
+		if (ret)
+			goto out_end;
 	}
 	if (!(call.flags & MEMPREPOP_F_BACKGROUND)) {
 		req = mpp_populate(&call, &f->pools, &ret);

@@ -304,6 +304,26 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
 }
 
 /**
+ * mpp_populate_abandon() - a thread gives up the call it left
+ * @req: a synchronous request its thread left for a signal, in a thread of
+ *	its mm
+ *
+ * Cancels it and waits, interruptibly, until none of its workers is inside
+ * one of its chunks: they stop at their next batch.
+ *
+ * Return: 0; -EINTR when the caller was killed (the workers stop on their
+ * own, not waited for); -ERESTARTNOINTR when it has another signal to take
+ * first, @req cancelled and still at work.
+ */
+int mpp_populate_abandon(struct mpp_request *req)
+{
+	mpp_kill(req);
+	if (!wait_event_interruptible(req->crew.wq, mpp_crew_done(req)))
+		return 0;
+	return fatal_signal_pending(current) ? -EINTR : -ERESTARTNOINTR;
+}
+
+/**
  * mpp_populate() - a synchronous call, from start to end
  * @call: the call, as the edge read it, with ranges; its request takes them
  *	over

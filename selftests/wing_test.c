@@ -1724,8 +1724,9 @@ TEST_F_TIMEOUT(wing, call_under_a_signal_storm_completes, SLOW)
  * (its handler siglongjmp()s out) leaves it going on only until its next
  * call on the file: a child populates 1 GiB of 4K pages, a one-shot timer
  * 300 ms in jumps out of the call, the child populates 2 MiB through the
- * same file, then no page of the 1 GiB is populated any more (counted
- * twice, 500 ms apart, once the workers' last batch is over), and the
+ * same file, which gives up the left call and returns once none of its
+ * workers is in one of its chunks: from then on no page of the 1 GiB is
+ * populated any more (counted at the return and 500 ms later), and the
  * file closes. (madvise() cannot be left so: its thread runs the handler
  * once the whole range is populated.)
  */
@@ -1758,7 +1759,6 @@ static void left_child(int rep)
 	} else {
 		res[0] = present_pages(p, len);
 		res[1] = ioc_populate(fd, q, small, 0, &req);
-		usleep(100 * 1000);
 		res[2] = present_pages(p, len);
 		usleep(500 * 1000);
 		res[3] = present_pages(p, len);
