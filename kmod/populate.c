@@ -213,6 +213,8 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 			if (ret == -EINTR)
 				mpp_kill(req);
 			mpp_chunk_finish(req, &chunk, reached, ret);
+			/* Between chunks as well as within one */
+			mpp_control_sync(req, true);
 			if (fatal_signal_pending(current))
 				return -EINTR;
 			if (mpp_caller_interrupted(req))

@@ -256,6 +256,23 @@ static bool mpp_rttime_bound(const struct mpp_request *req)
 	       rlimit(RLIMIT_RTTIME) != RLIM_INFINITY;
 }
 
+/*
+ * Is a crew of one, @per_node, no more than the caller: a call it waits for,
+ * no helper asked for, of one chunk at most (%MPP_CREW_CHUNK), all for the
+ * node the caller runs on? Then the caller faults it itself rather than
+ * wake a thread and wait, as padata_do_multithreaded() runs a job of one.
+ */
+static bool mpp_crew_alone(const struct mpp_request *req,
+			   const unsigned int *per_node,
+			   const unsigned long long *demand)
+{
+	int nid = req->place.caller_node;
+
+	return !(req->call.flags & (MEMPREPOP_F_BACKGROUND |
+				    MEMPREPOP_F_BORROW_CPUS)) &&
+	       per_node[nid] && demand[nid] <= MPP_CREW_CHUNK;
+}
+
 /**
  * mpp_crew_size() - how many workers on which node, for a planned request
  * @req: the request, planned, in the caller's context
@@ -264,10 +281,11 @@ static bool mpp_rttime_bound(const struct mpp_request *req)
  * ranges allow, cut down to @max_workers, keeping one on as many nodes as
  * possible, or, with %MEMPREPOP_F_BORROW_CPUS, made up to it with helpers
  * on the CPUs the others leave idle. None at all for ranges too small to be
- * worth one (not in the background, where the caller does not fault), for
- * a SCHED_DEADLINE caller, whose bandwidth is its own and cannot be shared
- * out, or for a real-time caller under RLIMIT_RTTIME (mpp_rttime_bound());
- * none also when out of memory. Takes no thread yet.
+ * worth one, or where one would do no more than a chunk on the caller's
+ * own node (mpp_crew_alone()) (not in the background, where the caller
+ * does not fault), for a SCHED_DEADLINE caller, whose bandwidth is its own
+ * and cannot be shared out, or for a real-time caller under RLIMIT_RTTIME
+ * (mpp_rttime_bound()); none also when out of memory. Takes no thread yet.
  *
  * Return: the workers wanted, at most the caller's CPUs.
  */
@@ -295,6 +313,8 @@ unsigned int mpp_crew_size(struct mpp_request *req)
 	total = mpp_crew_count(&topo, cpus, demand, req->call.max_workers,
 			       req->call.flags & MEMPREPOP_F_BACKGROUND,
 			       crew->per_node);
+	if (total == 1 && mpp_crew_alone(req, crew->per_node, demand))
+		total = 0;
 	crew->sized = total;
 	if (!(req->call.flags & MEMPREPOP_F_BORROW_CPUS) || !total)
 		goto out_free;

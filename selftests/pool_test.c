@@ -107,7 +107,7 @@ TEST_F_TIMEOUT(pool, kept_workers_take_each_callers_scheduling, SLOW)
 		char *p = map_anon(len);
 		long reused = workers_reused();
 
-		if (!p || fd < 0 || ioc_populate(fd, p, 16 * MiB, 0, &req))
+		if (!p || fd < 0 || ioc_populate(fd, p, 64 * MiB, 0, &req))
 			_exit(2);
 		if (become_batch_nice5())
 			_exit(3);
