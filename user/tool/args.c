@@ -250,6 +250,22 @@ int option_done(int c, bool ours, const char *bad,
 	return 0;
 }
 
+/**
+ * no_operand() - populate takes options only
+ * @argc: the command's argument count
+ * @argv: its arguments, getopt_long() done with them
+ *
+ * Return: 0, or 2 (bad arguments) after one line naming the first operand.
+ */
+int no_operand(int argc, char **argv)
+{
+	if (optind == argc)
+		return 0;
+	fprintf(stderr, "%s: %s takes no operand: '%s'\n", prog, cmd_argv[0],
+		argv[optind]);
+	return 2;
+}
+
 /* --membind, --interleave or --preferred: NULL, or what was wrong */
 const char *placement_option(struct placement *pl, int opt,
 			     const char *nodes)

@@ -136,11 +136,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		if (ret)
 			return ret;
 	}
-	if (optind != argc) {
-		fprintf(stderr, "%s: populate takes no operand: '%s'\n", prog,
-			argv[optind]);
+	if (no_operand(argc, argv))
 		return 2;
-	}
 	if (!a->run.size) {
 		fprintf(stderr, "%s: populate needs --size\n", prog);
 		return 2;

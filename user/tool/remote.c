@@ -182,11 +182,8 @@ static int parse_remote(int argc, char **argv, struct remote *r)
 		if (ret)
 			return ret;
 	}
-	if (optind != argc) {
-		fprintf(stderr, "%s: populate takes no operand: '%s'\n", prog,
-			argv[optind]);
+	if (no_operand(argc, argv))
 		return 2;
-	}
 	if (!pid) {
 		fprintf(stderr, "%s: populate --pid needs a PID\n", prog);
 		return 2;

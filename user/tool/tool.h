@@ -48,6 +48,7 @@ bool call_option(int c, const char *arg, struct memprepop_opts *opts,
 int option_done(int c, bool ours, const char *bad,
 		struct memprepop_opts *opts, struct run *run,
 		void (*usage)(FILE *f));
+int no_operand(int argc, char **argv);
 
 /* populate.c: the help text of the options populate and file share */
 extern const char placement_help[];
