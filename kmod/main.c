@@ -153,9 +153,9 @@ static void mpp_left_let_go(struct list_head *gone)
 }
 
 /*
- * The calling thread's call left for a signal, taken from the file: its
- * request when @call, read again, is that call, else none (the left one
- * is the caller's to give up: the thread made another call).
+ * The calling thread's call left for a signal, taken from the file, or
+ * none: the caller resumes it when it makes that call again, else gives
+ * it up (mpp_file_give_up_left()).
  */
 static struct mpp_request *mpp_file_take_left(struct mpp_file *f)
 {
