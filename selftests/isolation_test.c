@@ -662,7 +662,14 @@ TEST_F_TIMEOUT(cg, page_cache_charged_like_madvise, 3600)
 	umount(dir);
 	rmdir(dir);
 	EXPECT_LT(0, workers_started() - w0);
-	ASSERT_LT(64 * (long)MiB, by_madvise);
+	/*
+	 * madvise() charged the file's pages, give or take what each CPU's
+	 * charge stock (MEMCG_CHARGE_BATCH, 64 pages) held before: a charge
+	 * takes from it without memory.current moving
+	 */
+	ASSERT_LE(64 * (long)MiB -
+		  64 * (long)page_size() * sysconf(_SC_NPROCESSORS_CONF),
+		  by_madvise);
 	EXPECT_GE(by_madvise / 20, labs(by_ioctl - by_madvise));
 }
 
