@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * prepop-bench: every way to make memory ready, measured side by side in
- * one run. Methods alternate (A B C A B C ...) over fresh mappings after a
- * warm-up, so that the slow first touch of this machine's RAM and any drift
- * hit all of them alike; each measurement is one JSON line on stdout, for
- * bench/report.py to take medians and ratios from.
+ * one run. Methods alternate over fresh mappings after a warm-up, each
+ * repetition starting one method later (A B C, B C A, ...), so that the
+ * slow first touch of this machine's RAM, any drift and whatever one method
+ * leaves to the next hit all of them alike; each measurement is one JSON
+ * line on stdout, for bench/report.py to take medians and ratios from.
  *
  * Methods: touch (one thread writes a byte per page), madvise (one thread,
  * MADV_POPULATE_WRITE), map_populate (mmap MAP_POPULATE), mlock, qemu:N
@@ -817,6 +818,23 @@ fail:
 	return false;
 }
 
+/*
+ * Method @i, kind @k, size @s, in repetition @rep. The caller starts each
+ * repetition one method later (A B C, B C A, C A B...): a method then runs
+ * after each of the others as often, and what one leaves behind (its pages
+ * on this CPU's free lists, its threads, the TLB) weighs on all alike.
+ */
+static void run_one(const struct config *cfg, unsigned int i, enum kind k,
+		    unsigned int s, int rep)
+{
+	const struct method *m = &cfg->methods[i];
+
+	if (!measure(cfg, m, k, cfg->sizes[s], rep) && !rep)
+		fprintf(stderr, "%s:%u %s %llu MiB: cannot run here\n",
+			m->name, m->threads, kind_names[k],
+			(unsigned long long)(cfg->sizes[s] / MiB));
+}
+
 static bool parse_sizes(struct config *cfg, char *list)
 {
 	for (char *s = strtok(list, ","); s; s = strtok(NULL, ",")) {
@@ -1054,16 +1072,8 @@ int main(int argc, char **argv)
 					   k == KIND_THP ? "always" : "never");
 			for (s = 0; s < cfg.nr_sizes; s++)
 				for (i = 0; i < cfg.nr_methods; i++)
-					if (!measure(&cfg, &cfg.methods[i], k,
-						     cfg.sizes[s], rep) &&
-					    !rep)
-						fprintf(stderr, "%s:%u %s %llu "
-							"MiB: cannot run here\n",
-							cfg.methods[i].name,
-							cfg.methods[i].threads,
-							kind_names[k],
-							(unsigned long long)
-							(cfg.sizes[s] / MiB));
+					run_one(&cfg, (i + rep) %
+						cfg.nr_methods, k, s, rep);
 		}
 	}
 
