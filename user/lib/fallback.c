@@ -15,6 +15,7 @@
 
 struct mpl_threads {
 	bool oneshot;
+	bool supported;		/* the kernel said so once: it stays so */
 	int efd;		/* written when a job is done, or -1 */
 	struct mpl_pool *pool;	/* threads that stay, or NULL */
 	struct mpl_latch latch;	/* live: the request's job, once started */
@@ -80,9 +81,13 @@ static void mpl_fallback_fini(void *be, bool forked)
 	mpl_threads_free(t);
 }
 
-static int mpl_fallback_supported(void *be __attribute__((unused)))
+static int mpl_fallback_supported(void *be)
 {
-	return mpl_job_supported() ? 0 : -EOPNOTSUPP;
+	struct mpl_threads *t = be;
+
+	if (!t->supported)
+		t->supported = mpl_job_supported();
+	return t->supported ? 0 : -EOPNOTSUPP;
 }
 
 /* The kernel was asked when the context was made (mpl_target_open()) */
@@ -107,16 +112,20 @@ static int mpl_fallback_run(void *be, struct mpl_req *req,
 {
 	struct mpl_threads *t = be;
 	struct mpl_job *job;
+	bool threads;
 	int ret;
 
 	ret = mpl_job_start(&job, t->pool, req, progress);
 	if (ret < 0)
 		return ret;
+	threads = ret > 0;
 	mpl_latch_set(&t->latch, job);
 	ret = mpl_job_wait(job, progress, res);
 	mpl_latch_set(&t->latch, NULL);
 	mpl_job_free(job);
-	mpl_fallback_drain(t);
+	/* Only the pool's threads write it: the caller alone did not */
+	if (threads)
+		mpl_fallback_drain(t);
 	return ret;
 }
 

@@ -199,6 +199,21 @@ static bool mpl_plan_alone(uint64_t total, bool need_thread)
 	return !need_thread && total < 2 * MPP_CREW_CHUNK;
 }
 
+/*
+ * Work the caller does alone (mpl_plan_alone()): no thread, every chunk
+ * its own. Where its CPUs are and what its policies say change nothing
+ * then, so none of them is read: a small call costs madvise() plus the
+ * library's bookkeeping, not four more system calls.
+ */
+static int mpl_plan_caller(struct mpl_plan *plan)
+{
+	plan->nsets = 1;
+	plan->sets = calloc(1, sizeof(*plan->sets));
+	if (!plan->sets)
+		return -ENOMEM;
+	return mpl_threads_alloc(plan, 0);
+}
+
 /* Without NUMA: threads anywhere the caller may run, any chunk theirs */
 static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
 			 uint64_t total, unsigned int max_threads,
@@ -213,8 +228,6 @@ static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
 		n = by_size;
 	if (!n && need_thread && plan->nchunks)
 		n = 1;
-	if (mpl_plan_alone(total, need_thread))
-		n = 0;
 	plan->nsets = 1;
 	plan->sets = calloc(1, sizeof(*plan->sets));
 	if (!plan->sets || mpl_threads_alloc(plan, n))
@@ -390,8 +403,7 @@ static int mpl_plan_threads(struct mpl_plan *plan, const struct mpl_numa *nm,
 
 /* Threads per node from the nodes each chunk's pages go to, its set */
 static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
-			 uint64_t bytes, unsigned int max_threads, bool borrow,
-			 bool need_thread)
+			 unsigned int max_threads, bool borrow, bool need_thread)
 {
 	unsigned int *per_node = calloc(nm->nnodes, sizeof(*per_node));
 	unsigned long long *demand = calloc(nm->nnodes, sizeof(*demand));
@@ -405,12 +417,10 @@ static int mpl_plan_numa(struct mpl_plan *plan, struct mpl_numa *nm,
 	ret = mpl_plan_demand(plan, nm, demand, served);
 	if (ret)
 		goto out;
-	if (!mpl_plan_alone(bytes, need_thread)) {
-		total = mpp_crew_count(&nm->topo, nm->ncpus, demand,
-				       max_threads, need_thread, per_node);
-		nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads,
-						     total, per_node, &help) : 0;
-	}
+	total = mpp_crew_count(&nm->topo, nm->ncpus, demand, max_threads,
+			       need_thread, per_node);
+	nr_help = borrow ? mpl_count_helpers(nm, demand, max_threads, total,
+					     per_node, &help) : 0;
 	ret = mpl_plan_threads(plan, nm, per_node, total, help, nr_help,
 			       served);
 out:
@@ -435,10 +445,11 @@ out:
  * @progress: the caller's progress callback, or NULL (in the background):
  *	a plan of terabytes takes a second, which it may cancel
  *
- * Reads the caller's CPUs and task policy as they are now.
+ * Reads the caller's CPUs and task policy as they are now, unless the
+ * ranges are too small for a thread: plan->nthreads is then 0, and the
+ * caller populates them itself.
  *
- * Return: 0, -ECANCELED when @progress cancelled, or -errno. plan->nthreads is 0 when the ranges are too small for
- * a thread: the caller then populates them itself.
+ * Return: 0, -ECANCELED when @progress cancelled, or -errno.
  */
 int mpl_plan_make(struct mpl_plan *plan, const struct mpl_target *target,
 		  const struct memprepop_range *work, unsigned int nr,
@@ -456,11 +467,13 @@ int mpl_plan_make(struct mpl_plan *plan, const struct mpl_target *target,
 	ret = mpl_plan_chunks(plan, work, nr);
 	if (ret)
 		return ret;
+	for (r = 0; r < nr; r++)
+		total += work[r].len;
+	if (mpl_plan_alone(total, need_thread))
+		return mpl_plan_caller(plan);
 	if (sched_getaffinity(0, sizeof(allowed), &allowed))
 		return -errno;
 	plan->allowed = allowed;
-	for (r = 0; r < nr; r++)
-		total += work[r].len;
 	if (numa_available() < 0)
 		return mpl_plan_flat(plan, &allowed, total, max_threads,
 				     need_thread);
@@ -478,7 +491,7 @@ int mpl_plan_make(struct mpl_plan *plan, const struct mpl_target *target,
 	}
 	ret = mpl_plan_sets(plan, &nm, target, work, progress);
 	if (!ret)
-		ret = mpl_plan_numa(plan, &nm, total, max_threads, borrow,
+		ret = mpl_plan_numa(plan, &nm, max_threads, borrow,
 				    need_thread);
 out:
 	mpl_numa_free(&nm);
