@@ -199,6 +199,16 @@ static bool mpl_plan_alone(uint64_t total, bool need_thread)
 	return !need_thread && total < 2 * MPP_CREW_CHUNK;
 }
 
+/* One set that every chunk is in, for @n threads: 0 or -ENOMEM */
+static int mpl_plan_one_set(struct mpl_plan *plan, unsigned int n)
+{
+	plan->nsets = 1;
+	plan->sets = calloc(1, sizeof(*plan->sets));
+	if (!plan->sets)
+		return -ENOMEM;
+	return mpl_threads_alloc(plan, n);
+}
+
 /*
  * Work the caller does alone (mpl_plan_alone()): no thread, every chunk
  * its own. Where its CPUs are and what its policies say change nothing
@@ -207,11 +217,7 @@ static bool mpl_plan_alone(uint64_t total, bool need_thread)
  */
 static int mpl_plan_caller(struct mpl_plan *plan)
 {
-	plan->nsets = 1;
-	plan->sets = calloc(1, sizeof(*plan->sets));
-	if (!plan->sets)
-		return -ENOMEM;
-	return mpl_threads_alloc(plan, 0);
+	return mpl_plan_one_set(plan, 0);
 }
 
 /* Without NUMA: threads anywhere the caller may run, any chunk theirs */
@@ -228,9 +234,7 @@ static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
 		n = by_size;
 	if (!n && need_thread && plan->nchunks)
 		n = 1;
-	plan->nsets = 1;
-	plan->sets = calloc(1, sizeof(*plan->sets));
-	if (!plan->sets || mpl_threads_alloc(plan, n))
+	if (mpl_plan_one_set(plan, n))
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		plan->thread_node[i] = -1;
