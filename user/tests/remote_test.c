@@ -19,8 +19,10 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,8 +43,12 @@
 #define BIG		(256UL << 20)
 #define SLOW		600
 
-/* What the target does with its two mappings before it waits */
-enum setup { PLAIN, BOUND, LOCKED, NOBODY };
+/*
+ * What the target does with its two mappings before it waits; QMP: it
+ * answers one client on a QMP socket first, as QEMU would, with B as its
+ * one memory backend
+ */
+enum setup { PLAIN, BOUND, LOCKED, NOBODY, QMP };
 
 /* A process with two identical mappings, A and B, that waits */
 struct target {
@@ -52,7 +58,66 @@ struct target {
 	char *a, *b;		/* addresses in it (the same as ours) */
 	char *c;		/* BIG bytes, for a cancel midway */
 	int node;		/* BOUND: where A and B are bound */
+	char qmp[64];		/* QMP: its socket, else empty */
 };
+
+/*
+ * A QMP server as QEMU's monitor answers what memprepop populate --qmp
+ * asks: the greeting, then qmp_capabilities, query-memdev and
+ * x-query-ramblock, B being backend "ram0" (QEMU's human-readable table,
+ * the block named for its backend's path); one client after the other,
+ * each until it closes, until the target is stopped
+ */
+static void qmp_serve(int listener, const char *b)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int fd;
+
+	while ((fd = accept(listener, NULL, NULL)) >= 0) {
+		FILE *in = fdopen(fd, "r");
+
+		if (!in)
+			break;
+		dprintf(fd, "{\"QMP\": {\"version\": {}, "
+			"\"capabilities\": []}}\n");
+		while (getline(&line, &cap, in) > 0) {
+			if (strstr(line, "\"qmp_capabilities\""))
+				dprintf(fd, "{\"return\": {}}\n");
+			else if (strstr(line, "\"query-memdev\""))
+				dprintf(fd, "{\"return\": [{\"id\": \"ram0\", "
+					"\"size\": %lu, "
+					"\"policy\": \"default\"}]}\n", SIZE);
+			else if (strstr(line, "\"x-query-ramblock\""))
+				dprintf(fd, "{\"return\": "
+					"{\"human-readable-text\": "
+					"\"Block Name PSize Offset Used Total "
+					"HVA RO\\n/objects/ram0 4 KiB 0x0 0x%lx "
+					"0x%lx 0x%lx rw\\n\"}}\n", SIZE, SIZE,
+					(unsigned long)b);
+			else
+				dprintf(fd, "{\"error\": {\"class\": "
+					"\"CommandNotFound\", "
+					"\"desc\": \"no\"}}\n");
+		}
+		fclose(in);
+	}
+	free(line);
+}
+
+/* Listening on @path: the descriptor, or -1 */
+static int qmp_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(fd, 1))
+		return -1;
+	return fd;
+}
 
 static int target_start(struct target *t, enum setup setup, int node)
 {
@@ -62,6 +127,9 @@ static int target_start(struct target *t, enum setup setup, int node)
 	if (pipe(cmd) || pipe(ack))
 		return -1;
 	t->node = node;
+	if (setup == QMP)
+		snprintf(t->qmp, sizeof(t->qmp), "/tmp/remote_test.%d.qmp",
+			 getpid());
 	/*
 	 * Mapped here, before the fork: the child has them, untouched. A and
 	 * B are two mappings, a hole between them and after B.
@@ -88,7 +156,7 @@ static int target_start(struct target *t, enum setup setup, int node)
 		return -1;
 	if (!t->pid) {
 		unsigned long mask = 1UL << node;
-		int ret = 0;
+		int ret = 0, listener = -1;
 
 		close(cmd[1]);
 		close(ack[0]);
@@ -107,9 +175,16 @@ static int target_start(struct target *t, enum setup setup, int node)
 		    (mlock2(t->a, SIZE, MLOCK_ONFAULT) ||
 		     mlock2(t->b, SIZE, MLOCK_ONFAULT)))
 			ret = 1;
+		if (setup == QMP) {
+			listener = qmp_listen(t->qmp);
+			if (listener < 0)
+				ret = 1;
+		}
 		c = ret ? 'e' : 'r';
 		if (write(ack[1], &c, 1) != 1)
 			_exit(1);
+		if (listener >= 0)
+			qmp_serve(listener, t->b);
 		/* 'a': populate A itself */
 		while (read(cmd[0], &c, 1) == 1 && c == 'a') {
 			c = madvise(t->a, SIZE, MADV_POPULATE_WRITE) ? 'e' : 'd';
@@ -149,6 +224,8 @@ static void target_stop(struct target *t)
 		waitpid(t->pid, NULL, 0);
 		close(t->ack);
 		close(t->pidfd);
+		if (t->qmp[0])
+			unlink(t->qmp);
 	}
 	t->pid = 0;
 }
@@ -623,13 +700,15 @@ static const char *tool_path(void)
 }
 
 /*
- * memprepop populate --pid with @args (up to 4): its exit status, and the
- * first line of what it said on stderr in @err
+ * memprepop populate --pid with @a1 and @a2 (@a2 may be NULL), as user and
+ * group @uid (0: this test's own): its exit status; in @err the first line
+ * of what it said on stderr, in *@lines how many lines it said there
  */
-static int run_tool(pid_t pid, const char *a1, const char *a2, char *err,
-		    size_t len)
+static int run_tool_as(uid_t uid, pid_t pid, const char *a1, const char *a2,
+		       char *err, size_t len, int *lines)
 {
-	char pidbuf[16], *nl;
+	char pidbuf[16], buf[4096], *nl;
+	size_t got = 0;
 	int fds[2], status;
 	ssize_t n;
 	pid_t child;
@@ -643,13 +722,24 @@ static int run_tool(pid_t pid, const char *a1, const char *a2, char *err,
 
 		dup2(null, 1);
 		dup2(fds[1], 2);
+		if (uid && (setgid(uid) || setuid(uid)))
+			_exit(126);
 		execlp(tool_path(), "memprepop", "populate", "--pid", pidbuf,
 		       a1, a2, (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
-	n = read(fds[0], err, len - 1);
-	err[n > 0 ? n : 0] = 0;
+	*lines = 0;
+	while ((n = read(fds[0], buf, sizeof(buf))) > 0) {
+		size_t room = len - 1 - got;
+		size_t keep = room < (size_t)n ? room : (size_t)n;
+
+		memcpy(err + got, buf, keep);
+		got += keep;
+		for (ssize_t i = 0; i < n; i++)
+			*lines += buf[i] == '\n';
+	}
+	err[got] = 0;
 	nl = strchr(err, '\n');
 	if (nl)
 		*nl = 0;
@@ -659,10 +749,18 @@ static int run_tool(pid_t pid, const char *a1, const char *a2, char *err,
 	return WEXITSTATUS(status);
 }
 
+/* run_tool_as() as this test's own user */
+static int run_tool(pid_t pid, const char *a1, const char *a2, char *err,
+		    size_t len, int *lines)
+{
+	return run_tool_as(0, pid, a1, a2, err, len, lines);
+}
+
 /* Stock kernels: the tool says so in one line, exits 2, touches nothing */
 TEST(tool_refused_where_the_kernel_cannot)
 {
 	struct target t = { 0 };
+	int lines;
 	char range[64], err[512];
 
 	ASSERT_EQ(0, target_start(&t, PLAIN, 0));
@@ -671,9 +769,11 @@ TEST(tool_refused_where_the_kernel_cannot)
 		SKIP(return, "this kernel populates another process");
 	}
 	snprintf(range, sizeof(range), "%p+%lu", (void *)t.b, SIZE);
-	EXPECT_EQ(2, run_tool(t.pid, "--range", range, err, sizeof(err)));
+	EXPECT_EQ(2, run_tool(t.pid, "--range", range, err, sizeof(err),
+			      &lines));
 	EXPECT_NE(NULL, strstr(err, "this kernel cannot populate another "
 			       "process"));
+	EXPECT_EQ(1, lines);
 	EXPECT_EQ(0, present(t.pid, t.b, SIZE));
 	target_stop(&t);
 }
@@ -682,12 +782,14 @@ TEST(tool_refused_where_the_kernel_cannot)
 TEST_F_TIMEOUT(remote, tool_populates_a_range, SLOW)
 {
 	struct target t = { 0 };
+	int lines;
 	char range[64], err[512];
 
 	ASSERT_EQ(0, target_start(&t, PLAIN, 0));
 	NEED_SERIES(&t);
 	snprintf(range, sizeof(range), "%p+%lu", (void *)t.b, SIZE);
-	EXPECT_EQ(0, run_tool(t.pid, "--range", range, err, sizeof(err)));
+	EXPECT_EQ(0, run_tool(t.pid, "--range", range, err, sizeof(err),
+			      &lines));
 	EXPECT_EQ(SIZE / sysconf(_SC_PAGESIZE), present(t.pid, t.b, SIZE));
 	EXPECT_EQ(0, present(t.pid, t.a, SIZE));
 	target_stop(&t);
@@ -698,22 +800,162 @@ TEST_F_TIMEOUT(remote, tool_finds_bound_mappings, SLOW)
 {
 	long pages = SIZE / sysconf(_SC_PAGESIZE);
 	struct target t = { 0 };
+	int lines;
 	char err[512];
 
 	ASSERT_EQ(0, target_start(&t, PLAIN, 0));
 	NEED_SERIES(&t);
 	/* Nothing bound: nothing it can tell, nothing touched */
-	EXPECT_EQ(2, run_tool(t.pid, "--json", NULL, err, sizeof(err)));
+	EXPECT_EQ(2, run_tool(t.pid, "--json", NULL, err, sizeof(err),
+			      &lines));
 	EXPECT_NE(NULL, strstr(err, "give --range or --qmp"));
+	EXPECT_EQ(1, lines);
 	EXPECT_EQ(0, present(t.pid, t.b, SIZE));
 	target_stop(&t);
 
 	ASSERT_EQ(0, target_start(&t, BOUND, numa_available() < 0 ? 0 :
 				  numa_max_node()));
-	EXPECT_EQ(0, run_tool(t.pid, "--json", NULL, err, sizeof(err)));
+	EXPECT_EQ(0, run_tool(t.pid, "--json", NULL, err, sizeof(err),
+			      &lines));
 	EXPECT_EQ(pages, present(t.pid, t.a, SIZE));
 	EXPECT_EQ(pages, present(t.pid, t.b, SIZE));
 	target_stop(&t);
+}
+
+/*
+ * The tool asking QEMU's monitor: a target answering on a QMP socket as
+ * QEMU does, B its one backend; and a socket that is not the target's
+ */
+TEST_F_TIMEOUT(remote, tool_asks_qmp, SLOW)
+{
+	long pages = SIZE / sysconf(_SC_PAGESIZE);
+	struct target t = { 0 }, other = { 0 };
+	char err[512];
+	int lines;
+
+	ASSERT_EQ(0, target_start(&t, QMP, 0));
+	NEED_SERIES(&t);
+
+	/* Another process's monitor: refused, nothing touched */
+	ASSERT_EQ(0, target_start(&other, PLAIN, 0));
+	EXPECT_EQ(2, run_tool(other.pid, "--qmp", t.qmp, err, sizeof(err),
+			      &lines));
+	EXPECT_NE(NULL, strstr(err, "is not process"));
+	EXPECT_EQ(1, lines);
+	EXPECT_EQ(0, present(other.pid, other.b, SIZE));
+	target_stop(&other);
+
+	EXPECT_EQ(0, run_tool(t.pid, "--qmp", t.qmp, err, sizeof(err),
+			      &lines));
+	EXPECT_EQ(pages, present(t.pid, t.b, SIZE));
+	EXPECT_EQ(0, present(t.pid, t.a, SIZE));
+	target_stop(&t);
+}
+
+/* Base pages of @pid's mappings bound to a node, per node (0 and 1) */
+static void bound_pages(pid_t pid, long pages[2])
+{
+	char path[64], line[4096];
+	FILE *f;
+
+	pages[0] = pages[1] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *tok, *save;
+		long n;
+		int node;
+
+		if (!strstr(line, " bind:"))
+			continue;
+		for (tok = strtok_r(line, " \n", &save); tok;
+		     tok = strtok_r(NULL, " \n", &save))
+			if (sscanf(tok, "N%d=%ld", &node, &n) == 2 &&
+			    node >= 0 && node < 2)
+				pages[node] += n;
+	}
+	if (f)
+		fclose(f);
+}
+
+/* Mappings of @pid bound to a node, from its numa_maps */
+static int bound_mappings(pid_t pid)
+{
+	char path[64], line[4096];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/numa_maps", pid);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n += !!strstr(line, " bind:");
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * A stock QEMU (Debian's, where the VM has one: make check-rfc), root's,
+ * paused with two backends bound to nodes 0 and 1 (both 0 on one node), as
+ * a manager starts one to populate from outside: another user may not
+ * populate it, and nothing of it is touched; root may, and each backend's
+ * pages are on its node
+ */
+TEST_F_TIMEOUT(remote, another_users_qemu_refused, SLOW)
+{
+	const char *qemu = "/usr/bin/qemu-system-x86_64";
+	int second = numa_available() < 0 ? 0 : numa_max_node() > 0;
+	long pages[2], want = (64 << 20) / sysconf(_SC_PAGESIZE);
+	char m0[128], m1[128], err[512];
+	struct target t = { 0 };
+	int lines, i;
+	pid_t pid;
+
+	if (geteuid())
+		SKIP(return, "not root: cannot be another user");
+	if (access(qemu, X_OK))
+		SKIP(return, "no QEMU here");
+	ASSERT_EQ(0, target_start(&t, PLAIN, 0));
+	NEED_SERIES(&t);
+	target_stop(&t);
+	snprintf(m0, sizeof(m0), "memory-backend-ram,id=m0,size=64M,"
+		 "host-nodes=0,policy=bind");
+	snprintf(m1, sizeof(m1), "memory-backend-ram,id=m1,size=64M,"
+		 "host-nodes=%d,policy=bind", second);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		execl(qemu, qemu, "-machine", "none", "-nodefaults", "-display",
+		      "none", "-S", "-object", m0, "-object", m1,
+		      (char *)NULL);
+		_exit(127);
+	}
+	/* Its backends exist once both are mapped and bound */
+	for (i = 0; i < 600 && bound_mappings(pid) < 2; i++)
+		usleep(100 * 1000);
+	ASSERT_EQ(2, bound_mappings(pid));
+
+	EXPECT_EQ(2, run_tool_as(65534, pid, "--json", NULL, err, sizeof(err),
+				 &lines));
+	EXPECT_NE(NULL, strstr(err, "not allowed to attach"));
+	EXPECT_EQ(1, lines);
+	bound_pages(pid, pages);
+	EXPECT_EQ(0, pages[0] + pages[1]);
+
+	EXPECT_EQ(0, run_tool(pid, "--json", NULL, err, sizeof(err), &lines));
+	bound_pages(pid, pages);
+	if (second) {
+		EXPECT_EQ(want, pages[0]);
+		EXPECT_EQ(want, pages[1]);
+	} else {
+		EXPECT_EQ(2 * want, pages[0]);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 TEST_HARNESS_MAIN
