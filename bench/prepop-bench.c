@@ -69,6 +69,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -358,15 +360,53 @@ static bool monitor_answered(int fd)
 	return monitor_said(fd, "VM status");
 }
 
+/* Reads QMP lines from @f until one with @what: true */
+static bool qmp_until(FILE *f, const char *what)
+{
+	char line[4096];
+
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, what))
+			return true;
+	return false;
+}
+
+/*
+ * "cont" on QEMU's QMP socket @qmp, as a manager lets a paused VM run:
+ * true once QEMU returned from it
+ */
+static bool qmp_cont(const char *qmp)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	FILE *f = NULL;
+	bool ok;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", qmp);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    !(f = fdopen(fd, "r"))) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	ok = qmp_until(f, "\"QMP\"") &&
+	     dprintf(fd, "{\"execute\": \"qmp_capabilities\"}\n") > 0 &&
+	     qmp_until(f, "\"return\"") &&
+	     dprintf(fd, "{\"execute\": \"cont\"}\n") > 0 &&
+	     qmp_until(f, "\"return\"");
+	fclose(f);
+	return ok;
+}
+
 /*
  * QEMU @pid's backends populated by memprepop(1), asked on its QMP socket
- * @qmp, with @threads threads; then let run, and its monitor (@in, @out)
- * saying so: true
+ * @qmp, with @threads threads; then let run over QMP, and its monitor (@in,
+ * @out) saying so: true
  */
 static bool qemu_remote(const struct config *cfg, pid_t pid, const char *qmp,
 			unsigned int threads, int in, int out)
 {
-	static const char cont[] = "cont\ninfo status\n";
+	static const char ask[] = "info status\n";
 	char pidbuf[16], nthreads[16];
 	char *argv[] = {
 		(char *)cfg->tool, "populate", "--pid", pidbuf, "--qmp",
@@ -389,9 +429,9 @@ static bool qemu_remote(const struct config *cfg, pid_t pid, const char *qmp,
 	posix_spawn_file_actions_destroy(&fa);
 	close(devnull);
 	if (waitpid(tool, &status, 0) != tool || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
+	    WEXITSTATUS(status) || !qmp_cont(qmp))
 		return false;
-	return write(in, cont, sizeof(cont) - 1) == sizeof(cont) - 1 &&
+	return write(in, ask, sizeof(ask) - 1) == sizeof(ask) - 1 &&
 	       monitor_said(out, "VM status: running");
 }
 

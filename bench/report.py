@@ -7,6 +7,7 @@ usage: bench/report.py RESULTS_DIR NAME < measurements.jsonl
 """
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -14,8 +15,15 @@ import sys
 out_dir, name = sys.argv[1], sys.argv[2]
 os.makedirs(out_dir, exist_ok=True)
 runs = {}
+# What the run was on, as bench/run has the guest say it first: its kernel
+# (uname -r) and QEMU's version line
+kernel = qemu = None
 for line in sys.stdin:
     line = line.strip()
+    if qemu is None and "QEMU emulator version" in line:
+        qemu = line[line.find("QEMU emulator version"):]
+    if kernel is None and re.fullmatch(r"\d+\.\d+\.\d+[-+~.\w]*", line):
+        kernel = line
     start = line.find('{"bench": "prepop"')
     if start < 0:
         continue
@@ -38,6 +46,11 @@ for key, rs in sorted(runs.items()):
     secs = sorted(r["seconds"] for r in rs)
     med = statistics.median(secs)
     nodes = max(rs, key=lambda r: sum(r["node_pages"]))["node_pages"]
+    # The same in every run, or each node's least..most
+    per_run = [tuple(r["node_pages"]) for r in rs]
+    width = max(len(p) for p in per_run)
+    per_run = [p + (0,) * (width - len(p)) for p in per_run]
+    same_nodes = len(set(per_run)) == 1
     summary.append({
         "kind": kind, "size": size, "policy": policy, "method": method,
         "threads": threads, "regions": regions, "runs": len(secs),
@@ -45,6 +58,9 @@ for key, rs in sorted(runs.items()):
         "min_s": secs[0], "max_s": secs[-1],
         "gbps": size / med / 1e9 if med > 0 else 0.0,
         "node_pages": nodes,
+        "node_pages_every_run": same_nodes,
+        "node_pages_min": [min(p[n] for p in per_run) for n in range(width)],
+        "node_pages_max": [max(p[n] for p in per_run) for n in range(width)],
     })
     # QEMU: its time to ready without preallocation, and what it locked
     if "startup" in rs[0]:
@@ -55,6 +71,8 @@ for key, rs in sorted(runs.items()):
         if "locked_kb" in rs[0]:
             summary[-1]["locked_kb"] = statistics.median(r["locked_kb"]
                                                          for r in rs)
+            summary[-1]["locked_kb_min"] = min(r["locked_kb"] for r in rs)
+            summary[-1]["locked_kb_max"] = max(r["locked_kb"] for r in rs)
 
 
 def find(kind, size, policy, method, threads, regions=None):
@@ -66,6 +84,13 @@ def find(kind, size, policy, method, threads, regions=None):
     return None
 
 
+def node_cell(s):
+    if s["node_pages_every_run"]:
+        return ", ".join(str(n) for n in s["node_pages"])
+    return ", ".join("%d..%d" % (a, b) for a, b in zip(s["node_pages_min"],
+                                                       s["node_pages_max"]))
+
+
 def label(s):
     m = s["method"]
     name = m if m in ("touch", "madvise", "map_populate", "mlock",
@@ -73,8 +98,12 @@ def label(s):
     if "startup_s" in s:
         name += " (startup %.3f s, VmLck %d MiB" % (s["startup_s"],
                                                     s["vmlck_kb"] / 1024)
-        if "locked_kb" in s:
-            name += ", backends Locked %d MiB" % (s["locked_kb"] / 1024)
+        if "locked_kb" in s and s["locked_kb_min"] == s["locked_kb_max"]:
+            name += ", backends Locked %d MiB in every run" % (
+                s["locked_kb"] / 1024)
+        elif "locked_kb" in s:
+            name += ", backends Locked %d..%d MiB" % (
+                s["locked_kb_min"] / 1024, s["locked_kb_max"] / 1024)
         name += ")"
     return name if s["regions"] == 1 else "%s, %d regions" % (
         name, s["regions"])
@@ -82,8 +111,13 @@ def label(s):
 
 lines = ["# prepop-bench: %s" % name, "",
          "Medians of %s runs per cell, methods alternated in one run; "
-         "GB/s = size / median. Spread: min..max seconds." %
+         "GB/s = size / median. Spread: min..max seconds. Pages per node: "
+         "the same in every run, else each node's least..most." %
          ", ".join(sorted({str(s["runs"]) for s in summary})), ""]
+if kernel or qemu:
+    lines += ["On %s." % "; ".join(
+        x for x in ("kernel " + kernel if kernel else None, qemu) if x),
+        ""]
 for kind in ("4k", "thp", "2m"):
     rows = [s for s in summary if s["kind"] == kind]
     if not rows:
@@ -94,8 +128,7 @@ for kind in ("4k", "thp", "2m"):
     for s in rows:
         lines.append("| %d MiB | %s | %s | %.4f | %.4f..%.4f | %.2f | %s |" % (
             s["size"] >> 20, s["policy"], label(s), s["median_s"],
-            s["min_s"], s["max_s"], s["gbps"],
-            ", ".join(str(n) for n in s["node_pages"])))
+            s["min_s"], s["max_s"], s["gbps"], node_cell(s)))
     lines.append("")
 
 # The targets, as ratios within this run
