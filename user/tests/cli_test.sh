@@ -16,7 +16,7 @@ run() {
 }
 
 echo "TAP version 13"
-echo "1..53"
+echo "1..54"
 
 run --help; [ $status = 0 ] && echo "$out" | grep -q populate
 ok $? "--help exits 0 and lists the commands"
@@ -414,6 +414,15 @@ ok $? "file: a directory that is not there: exit 2"
 run file "$a" --size 4M "$(dirname "$a")/../$(basename "$(dirname "$a")")/$(basename "$a")" --size 8M
 [ $status = 2 ] && grep -q "given twice" /tmp/cli_test.err && [ ! -e "$a" ]
 ok $? "file: the same path twice: exit 2, nothing created"
+# A hard link: another path without links, the same inode
+c=$shm/cli_test_c.$$
+: > "$a"
+ln "$a" "$b"
+run file "$c" --size 4M "$a" --size 4M "$b" --size 8M
+[ $status = 2 ] && grep -q "$a and $b are the same file, given twice" \
+	/tmp/cli_test.err && [ ! -e "$c" ] && [ "$(stat -c %s "$a")" = 0 ]
+ok $? "file: a file and its hard link: exit 2, nothing created or grown"
+rm -f "$a" "$b" "$c"
 
 # A file larger than --size: refused, not populated in part
 truncate -s 8M "$a"

@@ -8,7 +8,13 @@
 # a compiler and dpkg (not in the test VM).
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." 2> /dev/null && pwd)
-. "$here/ktap_helpers.sh"
+# Installed beside it in build/tests; run from user/tests of a tree not
+# built yet, the tree's own
+if [ -f "$here/ktap_helpers.sh" ]; then
+	. "$here/ktap_helpers.sh"
+else
+	. "$top/selftests/ktap_helpers.sh"
+fi
 
 [ -f "$top/README" ] && git -C "$top" rev-parse 2> /dev/null &&
 	command -v cc > /dev/null && command -v dpkg > /dev/null ||
@@ -27,15 +33,22 @@ echo "TAP version 13"
 echo "1..4"
 
 # Step 1: the packages; those of build-essential's compiler and C library
-# go without saying
+# go without saying. The one generated header the sources include
+# (memprepop/version.h) made first by user/Makefile's own rule, in the
+# scratch directory: a fresh clone has no build/
 pkgs=$(step '^1\. ' '^2\. ' | sed -n 's/^sudo apt install //p')
 echo "# step 1 installs: $pkgs"
 missing=
+gen=$d/build
+make -s -C "$top/user" B="$gen" "$gen/include/memprepop/version.h" \
+	> "$d/make.log" 2>&1 || sed 's/^/# /' "$d/make.log"
 for src in "$top"/user/lib/*.c "$top"/user/tool/*.c; do
-	cc -M -D_GNU_SOURCE -I"$top/build/include" -I"$top/uapi" \
+	cc -M -D_GNU_SOURCE -I"$gen/include" -I"$top/uapi" \
 		-I"$top/common" -I"$top/user/include" "$src"
-done 2> /dev/null | tr ' \\' '\n\n' | grep '^/' | grep -v "^$top/" |
+done 2> "$d/cc.err" | tr ' \\' '\n\n' | grep '^/' | grep -v "^$top/" |
 	sort -u > "$d/headers"
+# A header not found: its package is not installed here to be named
+[ -s "$d/cc.err" ] && grep -m 5 'error' "$d/cc.err" | sed 's/^/# /'
 for h in $(cat "$d/headers"); do
 	dpkg -S "$(realpath "$h")" 2> /dev/null | head -1 | cut -d: -f1
 done | sort -u > "$d/pkgs"
@@ -44,7 +57,7 @@ for p in $(cat "$d/pkgs"); do
 	echo " $pkgs " | grep -q " $p " || missing="$missing $p"
 done
 [ -n "$pkgs" ] && [ -s "$d/pkgs" ] && [ -z "$missing" ] &&
-	echo " $pkgs " | grep -q " pkg-config "
+	[ ! -s "$d/cc.err" ] && echo " $pkgs " | grep -q " pkg-config "
 ok $? "step 1 names every package the build needs${missing:+ (not:$missing)}"
 
 # Steps 2 to 4, each line as written: make in the tree, the rest in HOME

@@ -5,7 +5,9 @@
  * (progress_bar() says so), what the command made is undone, one line
  * says so and the exit status is 128 + the signal, as a shell reports a
  * command the signal ended. A second signal ends it at once, after the
- * undo hook only.
+ * undo hook only; the same signal again within REPEAT_NS of the first is
+ * that one sent twice, not a second: timeout(1) sends it to the process
+ * and then to its process group.
  *
  * A handler would not do: the calling thread sleeps in the module's ioctl,
  * where only a fatal signal wakes it, so a handler would run only once the
@@ -16,29 +18,50 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tool.h"
 
+/* A repeat of the first signal this soon after it is the first, sent twice */
+#define REPEAT_NS	50000000LL
+
 static volatile sig_atomic_t first_signal;
 static void (*undo_now)(void);
+
+static long long monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static void *signal_thread(void *arg)
 {
 	const sigset_t *set = arg;
+	long long first_ns = 0;
 	int sig;
 
 	for (;;) {
 		if (sigwait(set, &sig))
 			continue;
 		if (!first_signal) {
+			first_ns = monotonic_ns();
 			first_signal = sig;
 			continue;
 		}
+		if (sig == first_signal && monotonic_ns() - first_ns < REPEAT_NS)
+			continue;
 		if (undo_now)
 			undo_now();
-		fprintf(stderr, "%s: SIG%s again: stopped at once\n", prog,
-			sigabbrev_np(sig));
+		if (sig == first_signal)
+			fprintf(stderr, "%s: SIG%s again: stopped at once\n",
+				prog, sigabbrev_np(sig));
+		else
+			fprintf(stderr, "%s: SIG%s after SIG%s: stopped at "
+				"once\n", prog, sigabbrev_np(sig),
+				sigabbrev_np(first_signal));
 		_exit(128 + first_signal);
 	}
 	return NULL;

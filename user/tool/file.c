@@ -74,6 +74,8 @@ struct file {
 	uint64_t allocated;	/* and the bytes of it in memory */
 	bool created, grown;	/* by this run: undone if it fails */
 	char *real;		/* its path without links, ., .. */
+	dev_t dev;		/* and, when it exists, its inode: */
+	ino_t ino;		/* a hard link has another path */
 	char *name;		/* its path as printed */
 	fsid_t fsid;		/* its file system, */
 	uint64_t fs_free;	/* and the bytes it can still take */
@@ -204,6 +206,8 @@ static int check_file(struct file *f)
 	f->run.page_size = sysconf(_SC_PAGESIZE);
 	if (!stat(path, &st)) {
 		f->exists = true;
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
 		f->old_size = st.st_size;
 		f->allocated = (uint64_t)st.st_blocks * 512;
 		ret = statfs(path, &sfs);
@@ -335,14 +339,25 @@ static uint64_t file_need(const struct file *f)
 	return f->run.size > f->allocated ? f->run.size - f->allocated : 0;
 }
 
-/* No file twice, under any name: the second would undo the first */
+/* Are @f and @g one file: one path without links, or one inode? */
+static bool same_file(const struct file *f, const struct file *g)
+{
+	if (f->exists && g->exists)
+		return f->dev == g->dev && f->ino == g->ino;
+	return !strcmp(f->real, g->real);
+}
+
+/*
+ * No file twice, under any name (a symbolic or hard link, ., ..): it would
+ * be populated and reported twice, and the second would undo the first
+ */
 static int check_paths(const struct file_args *a)
 {
 	unsigned int i, j;
 
 	for (i = 0; i < a->n; i++)
 		for (j = i + 1; j < a->n; j++)
-			if (!strcmp(a->files[i].real, a->files[j].real)) {
+			if (same_file(&a->files[i], &a->files[j])) {
 				fprintf(stderr, "%s: %s and %s are the same "
 					"file, given twice\n", prog,
 					a->files[i].name, a->files[j].name);
