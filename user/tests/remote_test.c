@@ -176,6 +176,8 @@ static int target_start(struct target *t, enum setup setup, int node)
 		     mlock2(t->b, SIZE, MLOCK_ONFAULT)))
 			ret = 1;
 		if (setup == QMP) {
+			/* A client that leaves before the greeting is no end */
+			signal(SIGPIPE, SIG_IGN);
 			listener = qmp_listen(t->qmp);
 			if (listener < 0)
 				ret = 1;
