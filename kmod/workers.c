@@ -273,6 +273,21 @@ static bool mpp_crew_alone(const struct mpp_request *req,
 	       per_node[nid] && demand[nid] <= MPP_CREW_CHUNK;
 }
 
+/*
+ * Bytes that workers could fault: what is not left to the caller alone.
+ * The most the demand mpp_plan_serve() shares out between nodes adds up to.
+ */
+static u64 mpp_plan_shared_len(const struct mpp_plan *plan)
+{
+	u64 len = 0;
+	unsigned int i;
+
+	for (i = 0; i < plan->nr_segs; i++)
+		if (!plan->segs[i].caller_only)
+			len += plan->segs[i].end - plan->segs[i].start;
+	return len;
+}
+
 /**
  * mpp_crew_size() - how many workers on which node, for a planned request
  * @req: the request, planned, in the caller's context
@@ -298,6 +313,14 @@ unsigned int mpp_crew_size(struct mpp_request *req)
 	int nid;
 
 	if (req->id.sched.sched_policy == SCHED_DEADLINE || mpp_rttime_bound(req))
+		return 0;
+	/*
+	 * Less than one worker's share in all, not in the background:
+	 * mpp_crew_count() gives none, so nothing is sized (a small call's
+	 * cost is mostly what it runs besides its faults)
+	 */
+	if (!(req->call.flags & MEMPREPOP_F_BACKGROUND) &&
+	    mpp_plan_shared_len(&req->plan) < MPP_CREW_MIN_PER_WORKER)
 		return 0;
 	mpp_topo_init(&topo);
 	cpus = kcalloc(nr_node_ids, sizeof(*cpus), GFP_KERNEL);
