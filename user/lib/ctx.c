@@ -17,9 +17,55 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK	18
+#endif
+
+/*
+ * What tells a context kept across calls that its process forked, without
+ * a getpid() system call each call: a page of its own that fork() gives
+ * the child zeroed (MADV_WIPEONFORK, since Linux 4.14). Where that cannot
+ * be had (an older kernel, a sandbox refusing it), the pid it was made in.
+ */
+static void mpl_ctx_mark(struct memprepop_ctx *ctx)
+{
+	long page_size = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	ctx->pid = getpid();
+	p = mmap(NULL, page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, page_size, MADV_WIPEONFORK)) {
+		munmap(p, page_size);
+		return;
+	}
+	*(volatile char *)p = 1;
+	ctx->mark = p;
+}
+
+static void mpl_ctx_unmark(struct memprepop_ctx *ctx)
+{
+	if (ctx->mark)
+		munmap((void *)ctx->mark, sysconf(_SC_PAGESIZE));
+	ctx->mark = NULL;
+}
+
+/* Is this the child of a fork() since the context was made? */
+static bool mpl_ctx_forked(const struct memprepop_ctx *ctx)
+{
+	if (ctx->oneshot)
+		return false;
+	if (ctx->mark)
+		return !*ctx->mark;
+	return ctx->pid != getpid();
+}
 
 /**
  * mpl_ctx_init() - a context with its backend
@@ -33,24 +79,33 @@
  */
 int mpl_ctx_init(struct memprepop_ctx *ctx, unsigned int flags, bool oneshot)
 {
+	int ret;
+
 	memset(ctx, 0, sizeof(*ctx));
 	pthread_mutex_init(&ctx->lock, NULL);
-	ctx->pid = getpid();
+	/* One call on the caller's stack: no fork() can come between */
+	ctx->oneshot = oneshot;
+	if (!oneshot)
+		mpl_ctx_mark(ctx);
 	ctx->target = MPL_TARGET_SELF;
 	ctx->ops = &mpl_module_backend;
 	if (!(flags & MEMPREPOP_OPT_FALLBACK) &&
 	    !ctx->ops->init(&ctx->be, &ctx->latch, oneshot))
 		return 0;
 	ctx->ops = &mpl_fallback_backend;
-	return ctx->ops->init(&ctx->be, &ctx->latch, oneshot);
+	ret = ctx->ops->init(&ctx->be, &ctx->latch, oneshot);
+	if (ret)
+		mpl_ctx_unmark(ctx);
+	return ret;
 }
 
 /* Undoes mpl_ctx_init(); a background request must be reaped or dropped */
 void mpl_ctx_fini(struct memprepop_ctx *ctx)
 {
-	ctx->ops->fini(ctx->be, ctx->pid != getpid());
+	ctx->ops->fini(ctx->be, mpl_ctx_forked(ctx));
 	mpl_req_free(&ctx->req);
 	mpl_target_close(&ctx->target);
+	mpl_ctx_unmark(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 }
 
@@ -85,7 +140,7 @@ int memprepop_ctx_new_pid(struct memprepop_ctx **ctxp, int pidfd,
 	if (!ctx)
 		return -ENOMEM;
 	pthread_mutex_init(&ctx->lock, NULL);
-	ctx->pid = getpid();
+	mpl_ctx_mark(ctx);
 	ctx->ops = &mpl_remote_backend;
 	ret = mpl_target_open(&ctx->target, pidfd);
 	if (!ret) {
@@ -94,6 +149,7 @@ int memprepop_ctx_new_pid(struct memprepop_ctx **ctxp, int pidfd,
 			mpl_target_close(&ctx->target);
 	}
 	if (ret) {
+		mpl_ctx_unmark(ctx);
 		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
 		return ret;
@@ -112,7 +168,7 @@ static int mpl_ctx_claim(struct memprepop_ctx *ctx, enum mpl_ctx_state state)
 {
 	int ret = 0;
 
-	if (ctx->pid != getpid())
+	if (mpl_ctx_forked(ctx))
 		return -EPERM;
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->state != MPL_CTX_IDLE) {
@@ -243,7 +299,7 @@ fail:
 /* Is a request there to act on: 0, -ENOENT, or -EPERM after fork() */
 static int mpl_ctx_check(struct memprepop_ctx *ctx, enum mpl_ctx_state *state)
 {
-	if (ctx->pid != getpid())
+	if (mpl_ctx_forked(ctx))
 		return -EPERM;
 	pthread_mutex_lock(&ctx->lock);
 	*state = ctx->state;
@@ -284,7 +340,7 @@ int memprepop_ctx_cancel(struct memprepop_ctx *ctx)
 {
 	int ret = 0;
 
-	if (ctx->pid != getpid())
+	if (mpl_ctx_forked(ctx))
 		return -EPERM;
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->state == MPL_CTX_IDLE)
@@ -300,7 +356,7 @@ int memprepop_ctx_progress(struct memprepop_ctx *ctx, uint64_t *done,
 {
 	int ret = 0;
 
-	if (ctx->pid != getpid())
+	if (mpl_ctx_forked(ctx))
 		return -EPERM;
 	pthread_mutex_lock(&ctx->lock);
 	if (ctx->state == MPL_CTX_IDLE) {
@@ -318,7 +374,7 @@ void memprepop_ctx_free(struct memprepop_ctx *ctx)
 	if (!ctx)
 		return;
 	/* The outcome is dropped: nothing written to the caller's */
-	if (ctx->pid == getpid() && ctx->state == MPL_CTX_BACKGROUND) {
+	if (!mpl_ctx_forked(ctx) && ctx->state == MPL_CTX_BACKGROUND) {
 		memprepop_ctx_cancel(ctx);
 		ctx->ops->drop(ctx->be);
 	}

@@ -298,6 +298,8 @@ enum mpl_ctx_state {
 
 struct memprepop_ctx {
 	pid_t pid;		/* the process that made it */
+	const volatile char *mark;	/* non-zero until fork(), or NULL */
+	bool oneshot;		/* on the stack of one call */
 	const struct mpl_backend *ops;
 	void *be;		/* the backend's own state */
 	struct mpl_latch *latch;	/* its latch, in it */

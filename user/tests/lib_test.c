@@ -1875,6 +1875,66 @@ TEST_F_TIMEOUT(ctx, fork_child_hands_off, SLOW)
 	munmap(p, len);
 }
 
+/*
+ * A context is told it is in a forked child without a getpid() each call
+ * (a page that fork() zeroes, MADV_WIPEONFORK); where that advice is
+ * refused (a kernel before 4.14, a sandbox), by its pid. Either way the
+ * child's calls on it are -EPERM, the parent's go on.
+ */
+static int fork_seen(bool refuse_wipeonfork)
+{
+	scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+	struct memprepop_ctx *ctx;
+	int status, ret;
+	pid_t pid;
+
+	if (!filter)
+		return 10;
+	if (refuse_wipeonfork &&
+	    (seccomp_rule_add(filter, SCMP_ACT_ERRNO(EINVAL),
+			      SCMP_SYS(madvise), 1,
+			      SCMP_A2(SCMP_CMP_EQ, MADV_WIPEONFORK)) ||
+	     seccomp_load(filter)))
+		return 11;
+	seccomp_release(filter);
+	if (memprepop_ctx_new(&ctx, MEMPREPOP_OPT_FALLBACK))
+		return 12;
+	if (memprepop_ctx_cancel(ctx) != -ENOENT)
+		return 13;
+	pid = fork();
+	if (pid < 0)
+		return 14;
+	if (!pid) {
+		ret = memprepop_ctx_cancel(ctx);
+		memprepop_ctx_free(ctx);
+		_exit(ret == -EPERM ? 0 : 1);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return 15;
+	ret = memprepop_ctx_cancel(ctx) != -ENOENT ? 16 : 0;
+	memprepop_ctx_free(ctx);
+	return ret;
+}
+
+TEST(ctx_fork_seen_with_and_without_wipeonfork)
+{
+	int i, status;
+	pid_t pid;
+
+	for (i = 0; i < 2; i++) {
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			_exit(fork_seen(i));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		EXPECT_EQ(0, WEXITSTATUS(status)) {
+			TH_LOG("MADV_WIPEONFORK %s", i ? "refused" : "allowed");
+		}
+	}
+}
+
 /* Locked and counted in the background too */
 TEST_F_TIMEOUT(ctx, background_lock, SLOW)
 {
