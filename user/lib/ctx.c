@@ -239,7 +239,8 @@ int memprepop_ctx_populate(struct memprepop_ctx *ctx,
 	struct memprepop_result ours = { .size = sizeof(ours) };
 	struct memprepop_opts copy;
 	struct mpl_progress progress;
-	uint64_t t0 = mpl_now_ns();
+	/* The call's time, for a caller that asks for it */
+	uint64_t t0 = res ? mpl_now_ns() : 0;
 	int ret;
 
 	if (res && res->size < MPL_RESULT_SIZE_VER0)
@@ -259,9 +260,10 @@ int memprepop_ctx_populate(struct memprepop_ctx *ctx,
 	}
 	mpl_ctx_release(ctx);
 out:
-	ours.nsecs = mpl_now_ns() - t0;
-	if (res)
+	if (res) {
+		ours.nsecs = mpl_now_ns() - t0;
 		mpl_result_copy(res, &ours);
+	}
 	return ret;
 }
 

@@ -32,7 +32,8 @@ void mpl_progress_init(struct mpl_progress *p,
 	p->fn = opts->progress;
 	p->arg = opts->progress_arg;
 	p->total = total;
-	p->last_ns = mpl_now_ns();
+	/* Without a callback nothing reads it: no clock read for nothing */
+	p->last_ns = p->fn ? mpl_now_ns() : 0;
 }
 
 /* Reports @done if 100 ms have passed; true when the caller cancels. */
