@@ -25,7 +25,7 @@ struct mpl_job {
 	struct mpl_pool *pool;	/* NULL: the caller alone */
 	bool own_pool;		/* made for this job, freed with it */
 	long page_size;
-	uint64_t t0;
+	uint64_t t0;		/* in the background: when it started */
 
 	/* Atomics */
 	unsigned char *claimed;	/* per chunk: taken by a thread */
@@ -204,7 +204,7 @@ void mpl_job_free(struct mpl_job *job)
  * @req: the request, kept by the caller until the job is waited for
  * @progress: the caller's progress, which may cancel the planning; NULL in
  *	the background, where the caller will not take part: at least one
- *	thread then
+ *	thread then, and the job's time is taken here
  *
  * Return: the number of threads started (0: the caller does it all when it
  * waits; in the background, there was nothing to do), or -errno with
@@ -223,7 +223,9 @@ int mpl_job_start(struct mpl_job **jobp, struct mpl_pool *pool,
 	job->req = req;
 	job->pool = pool;
 	job->page_size = sysconf(_SC_PAGESIZE);
-	job->t0 = mpl_now_ns();
+	/* A caller that waits times its call itself (ctx.c): no clock read */
+	if (!progress)
+		job->t0 = mpl_now_ns();
 	/* No page is on a node beyond the possible ones */
 	if (req->node_pages)
 		job->nr_nodes = req->opts.nr_nodes < mpl_possible_nodes() ?
@@ -332,7 +334,8 @@ static void mpl_range_result(struct mpl_job *job, unsigned int r)
  * mpl_job_wait() - wait for a job and write its outcome
  * @job: from mpl_job_start()
  * @progress: the caller's callback (the caller waits), or NULL
- * @res: its workers and time (start to last thread's end), or NULL
+ * @res: its workers, and without @progress its time (start to last
+ *	thread's end), or NULL
  *
  * With no thread started, the caller does the work itself here. Each work
  * range's populated and error are written.
@@ -352,14 +355,17 @@ int mpl_job_wait(struct mpl_job *job, struct mpl_progress *progress,
 			      mpl_tick : NULL, &tick);
 		if (res) {
 			res->workers = job->plan.nthreads;
-			res->nsecs = mpl_pool_done_ns(job->pool) - job->t0;
+			if (!progress)
+				res->nsecs = mpl_pool_done_ns(job->pool) -
+					     job->t0;
 		}
 	} else {
 		/* Not worth a thread: the caller's own faults, its placement */
 		mpl_work(job, 0, -1, progress);
 		if (res) {
 			res->workers = 1;
-			res->nsecs = mpl_now_ns() - job->t0;
+			if (!progress)
+				res->nsecs = mpl_now_ns() - job->t0;
 		}
 	}
 	for (r = 0; r < job->req->nr; r++)

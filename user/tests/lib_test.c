@@ -1405,6 +1405,7 @@ TEST_F_TIMEOUT(ctx, start_wait, SLOW)
 {
 	size_t len = 192 * MiB;
 	struct memprepop_result res = MEMPREPOP_RESULT_INIT;
+	struct timespec t0, t1;
 	struct memprepop_range r[3];
 	unsigned int nr = nr_nodes();
 	uint64_t *counts = calloc(nr, sizeof(*counts));
@@ -1416,11 +1417,17 @@ TEST_F_TIMEOUT(ctx, start_wait, SLOW)
 	ASSERT_NE(NULL, counts);
 	self->opts.node_pages = counts;
 	self->opts.nr_nodes = nr;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ASSERT_EQ(0, memprepop_ctx_start(self->ctx, r, 3, &self->opts));
 	ASSERT_EQ(0, memprepop_ctx_wait(self->ctx, 0, &res));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
 	EXPECT_EQ(len, res.populated);
 	EXPECT_EQ(variant->backend, res.backend);
 	EXPECT_LE(1, res.workers);
+	/* The request's own time: within what the caller saw */
+	EXPECT_LT(0, res.nsecs);
+	EXPECT_GE((t1.tv_sec - t0.tv_sec) * 1000000000ull +
+		  t1.tv_nsec - t0.tv_nsec, res.nsecs);
 	EXPECT_EQ(len / 3, r[2].populated);
 	EXPECT_EQ(len / page_size(), present_pages(p, len));
 	EXPECT_EQ(len / page_size(), sum_counts(counts, nr));
