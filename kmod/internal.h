@@ -541,6 +541,9 @@ int mpp_plan_handoff(struct mpp_plan *plan, const struct mpp_chunk *chunk,
 		     unsigned long reached);
 bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk);
 bool mpp_plan_has_handoff(struct mpp_plan *plan);
+void mpp_plan_handed_back(struct mpp_plan *plan, unsigned long index,
+			  unsigned long *reached);
+bool mpp_plan_leave_unclaimed(struct mpp_plan *plan);
 int mpp_check_vma(const struct mpp_identity *id, u32 flags,
 		  struct vm_area_struct *vma);
 

@@ -170,7 +170,9 @@ void mpp_control_sync(struct mpp_request *req, bool caller)
  * How far a range got: the end of what is populated from its start. Chunks
  * below the lowest failure all complete unless the request was killed, so
  * it is the start of the first chunk that did not complete, or the failure
- * in it, or where a kill stopped it; never past the lowest failure.
+ * in it, or where a kill stopped it, or where its worker handed it back to
+ * a caller that was cancelled before taking it; never past the lowest
+ * failure.
  */
 static unsigned long mpp_outcome_end(struct mpp_request *req,
 				     const struct mpp_range *range)
@@ -192,6 +194,7 @@ static unsigned long mpp_outcome_end(struct mpp_request *req,
 		if (out->partial[i].chunk == undone.index)
 			end = out->partial[i].addr;
 	spin_unlock(&out->lock);
+	mpp_plan_handed_back(&req->plan, undone.index, &end);
 	return min(end, stop_at);
 }
 

@@ -382,6 +382,35 @@ void mpp_plan_caller_only(struct mpp_plan *plan)
 	plan->caller_segs = plan->nr_segs > 0;
 }
 
+/**
+ * mpp_plan_leave_unclaimed() - what no worker took is the caller's
+ * @plan: the plan, its workers all done
+ *
+ * A worker that could not begin (its CPUs gone offline since the call was
+ * sized, or its scheduling attributes refused) took nothing; the caller
+ * faults what it left, as madvise() would have.
+ *
+ * Return: true when a segment had chunks nobody claimed.
+ */
+bool mpp_plan_leave_unclaimed(struct mpp_plan *plan)
+{
+	bool left = false;
+	unsigned int i;
+
+	for (i = 0; i < plan->nr_segs; i++) {
+		struct mpp_segment *seg = &plan->segs[i];
+
+		if (seg->caller_only ||
+		    atomic_long_read(&seg->next_chunk) >= seg->nr_chunks)
+			continue;
+		seg->caller_only = true;
+		left = true;
+	}
+	if (left)
+		WRITE_ONCE(plan->caller_segs, true);
+	return left;
+}
+
 /* The start of chunk @index of @seg */
 static unsigned long mpp_chunk_start(const struct mpp_segment *seg,
 				     unsigned long index)
@@ -521,6 +550,30 @@ bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk)
 	*chunk = h->chunk;
 	kfree(h);
 	return true;
+}
+
+/**
+ * mpp_plan_handed_back() - where a chunk left handed back got to
+ * @plan: the plan, its threads done
+ * @index: the chunk
+ * @reached: set to where its worker stopped, if it is still handed back
+ *
+ * A chunk handed back that the caller did not take before the request was
+ * cancelled stays in the list: its worker populated it up to there.
+ */
+void mpp_plan_handed_back(struct mpp_plan *plan, unsigned long index,
+			  unsigned long *reached)
+{
+	struct mpp_handoff *h;
+
+	spin_lock(&plan->lock);
+	list_for_each_entry(h, &plan->handoffs, node) {
+		if (h->chunk.index == index) {
+			*reached = h->chunk.start;
+			break;
+		}
+	}
+	spin_unlock(&plan->lock);
 }
 
 bool mpp_plan_has_handoff(struct mpp_plan *plan)

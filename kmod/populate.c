@@ -142,10 +142,20 @@ out_put:
  * the file meanwhile): a caller signalled however often (a profiling
  * timer, say) still gets its call done.
  */
+/*
+ * A chunk a worker handed back is the caller's to fault, unless the request
+ * is cancelled: then it stays where it is, and the outcome counts it up to
+ * where its worker stopped (mpp_plan_handed_back()).
+ */
+static bool mpp_caller_handoff(struct mpp_request *req)
+{
+	return !READ_ONCE(req->killed) && mpp_plan_has_handoff(&req->plan);
+}
+
 /* Its workers are done, or handed it a chunk */
 static bool mpp_caller_wanted(struct mpp_request *req)
 {
-	return mpp_crew_done(req) || mpp_plan_has_handoff(&req->plan);
+	return mpp_crew_done(req) || mpp_caller_handoff(req);
 }
 
 static bool mpp_caller_interrupted(const struct mpp_request *req)
@@ -180,7 +190,8 @@ static int mpp_caller_chunk(struct mpp_request *req,
 
 /*
  * The calling thread's share: the segments only it may fault, then what
- * workers hand back, until the last worker is done. Every wait ends at a
+ * workers hand back, until the last worker is done, then what no worker
+ * took (mpp_plan_leave_unclaimed()). Every wait ends at a
  * fatal signal, and at least every MPP_SYNC_MS the progress goes to
  * @control, a cancel is read from it, and the caller looks whether it is
  * to stop. Once the request is cancelled, its workers stop at their next
@@ -223,8 +234,13 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 		}
 		/* What only the caller may fault is all done or taken */
 		WRITE_ONCE(plan->caller_segs, false);
-		if (mpp_crew_done(req) && !mpp_plan_has_handoff(plan))
-			return 0;
+		if (mpp_crew_done(req) && !mpp_caller_handoff(req)) {
+			if (READ_ONCE(req->killed) ||
+			    !mpp_plan_leave_unclaimed(plan))
+				return 0;
+			next_seg = 0;
+			continue;
+		}
 		if (nowait)
 			return -EAGAIN;
 		/* A signal the call is too young to leave for: not a spin */
@@ -253,7 +269,7 @@ static int mpp_caller_work(struct mpp_request *req, bool nowait)
 bool mpp_populate_ready(struct mpp_request *req)
 {
 	return mpp_crew_done(req) || READ_ONCE(req->plan.caller_segs) ||
-	       mpp_plan_has_handoff(&req->plan);
+	       mpp_caller_handoff(req);
 }
 
 /**

@@ -171,7 +171,8 @@ static void mpp_worker_chunk(struct mpp_worker *w, struct mpp_chunk *chunk)
 /*
  * A worker's work, in its thread: first the caller's identity, its
  * scheduling attributes before anything else, then its CPUs; without them
- * (refused, or a cpuset changed meanwhile) the worker takes no chunk.
+ * (refused, or a cpuset changed meanwhile) the worker takes no chunk, and
+ * the caller faults what it leaves.
  */
 static void mpp_worker_begin(void *data)
 {

@@ -690,10 +690,17 @@ TEST_F_TIMEOUT(caller, armed_midway_faulted_by_caller_only, SLOW)
 	close(fd);
 }
 
+/*
+ * Cancels a call 300 ms in; with @release, 200 ms later closes @uffd, the
+ * handler going away, so that faults waiting for it go on
+ */
 struct canceller {
 	struct memprepop_control *ctl;
 	uint64_t done_before;
 	double at;
+	bool release;
+	int uffd;
+	double released_at;
 };
 
 static void *cancel_later(void *arg)
@@ -704,6 +711,11 @@ static void *cancel_later(void *arg)
 	c->done_before = __atomic_load_n(&c->ctl->done, __ATOMIC_RELAXED);
 	c->at = now();
 	__atomic_store_n(&c->ctl->cancel, 1, __ATOMIC_RELAXED);
+	if (c->release) {
+		usleep(200 * 1000);
+		c->released_at = now();
+		close(c->uffd);
+	}
 	return NULL;
 }
 
@@ -753,6 +765,57 @@ TEST_F_TIMEOUT(caller, cancel_while_only_the_caller_faults, SLOW)
 	EXPECT_EQ(req.populated, off);
 	close(h.uffd);
 	munmap(p, len);
+	close(fd);
+}
+
+/*
+ * A range armed midway, nobody answering: the workers hand the rest of
+ * each chunk back, the caller waits in the fault of the first it took,
+ * the others queue. A cancel, then the handler gone (its userfaultfd
+ * closed): the call ends with ECANCELED at once, the chunks still handed
+ * back counted up to where their workers stopped, populated exact.
+ */
+TEST_F_TIMEOUT(caller, cancel_with_chunks_handed_back, SLOW)
+{
+	struct late_arm a = { .len = 256 * MiB, .after = 30 * 1000 };
+	struct memprepop_control ctl = { 0 };
+	struct canceller c = { .ctl = &ctl, .release = true };
+	struct memprepop_populate req = { 0 };
+	long w0 = workers_started();
+	pthread_t at, ct;
+	double end;
+	size_t off;
+	int fd = open_dev(), ret;
+
+	ASSERT_LE(0, fd);
+	a.p = map_anon_both(a.len);
+	ASSERT_NE(NULL, a.p);
+	a.server.uffd = uffd_open(0);
+	if (a.server.uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	c.uffd = a.server.uffd;
+	ASSERT_EQ(0, pthread_create(&at, NULL, arm_late, &a));
+	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
+	req.addr = (uintptr_t)a.p;
+	req.len = a.len;
+	req.control = (uintptr_t)&ctl;
+	ret = ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
+	end = now();
+	pthread_join(at, NULL);
+	pthread_join(ct, NULL);
+	TH_LOG("%ld workers; returned %.0f ms after the handler went, populated %llu of %zu",
+	       workers_started() - w0, (end - c.released_at) * 1000,
+	       (unsigned long long)req.populated, a.len);
+	EXPECT_EQ(1, a.registered);
+	EXPECT_LT(0, workers_started() - w0);
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_GT(1.0, end - c.released_at);
+	EXPECT_GT(a.len, req.populated);
+	for (off = 0; off < a.len; off += page_size())
+		if (!present_pages(a.p + off, page_size()))
+			break;
+	EXPECT_EQ(req.populated, off);
+	munmap(a.p, a.len);
 	close(fd);
 }
 

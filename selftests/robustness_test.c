@@ -354,4 +354,63 @@ TEST(fd_passed_acts_on_receiver)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+#define CPU1_ONLINE	"/sys/devices/system/cpu/cpu1/online"
+
+/*
+ * CPU 1 goes offline and online again and again while calls run, each
+ * with a worker per node: one sized for node 1 may find, when it begins,
+ * that its CPUs are gone, and takes nothing. Every call still ends as
+ * madvise() by the caller on an identical mapping does meanwhile: 0, and
+ * every page there.
+ */
+TEST(cpu_offline_while_workers_begin)
+{
+	int calls = 0, bad = 0, mbad = 0, fd = open_dev(), status;
+	/* A worker per node: 8 MiB each */
+	size_t len = 16 * MiB;
+	double t0 = now();
+	pid_t toggler;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || access(CPU1_ONLINE, W_OK))
+		SKIP(return, "needs a CPU 1 that can go offline");
+	ASSERT_LE(0, fd);
+	toggler = fork();
+	ASSERT_LE(0, toggler);
+	if (!toggler) {
+		for (;;) {
+			write_file(CPU1_ONLINE, "0");
+			usleep(2000);
+			write_file(CPU1_ONLINE, "1");
+			usleep(20000);
+		}
+	}
+	while (now() - t0 < 15) {
+		struct memprepop_populate req;
+		char *p = map_anon_both(len), *q = map_anon_both(len);
+		int ret;
+
+		ASSERT_NE(NULL, p);
+		ASSERT_NE(NULL, q);
+		ret = ioc_populate(fd, p, len, 0, &req);
+		if (ret || req.populated != len ||
+		    present_pages(p, len) != len / page_size()) {
+			TH_LOG("call %d: %d, populated %llu of %zu", calls, ret,
+			       (unsigned long long)req.populated, len);
+			bad++;
+		}
+		if (calls % 8 == 0 && madvise(q, len, MADV_POPULATE_WRITE))
+			mbad++;
+		calls++;
+		munmap(p, len);
+		munmap(q, len);
+	}
+	kill(toggler, SIGKILL);
+	waitpid(toggler, &status, 0);
+	write_file(CPU1_ONLINE, "1");
+	TH_LOG("%d calls, %d short; madvise failed %d times", calls, bad, mbad);
+	EXPECT_EQ(0, mbad);
+	EXPECT_EQ(0, bad);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN
