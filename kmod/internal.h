@@ -445,6 +445,7 @@ struct mpp_request *mpp_populate_start(struct mpp_call *call,
 int mpp_populate_finish(struct mpp_request *req, bool nowait);
 bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);
+bool mpp_populate_resumable(struct mpp_request *req);
 int mpp_populate_abandon(struct mpp_request *req);
 
 /* A reference of the caller, the file or a worker is let go */

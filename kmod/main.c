@@ -26,11 +26,14 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 
 /**
  * struct mpp_file - an open /dev/memprepop
- * @lock: protects @bg, @busy and @left
+ * @lock: protects @bg, @busy, @claimer, @cancel_start and @left
  * @bg: its background request, until reaped
  * @busy: a thread is starting or reaping @bg, without @lock: another one
  *	gets -EBUSY rather than wait for it (it may be a userfaultfd handler
  *	the first one waits for)
+ * @claimer: while @busy, the process of that thread, compared only
+ * @cancel_start: that process closed a descriptor of the file while its
+ *	thread started a background request: cancelled once started
  * @left: synchronous calls their threads left for a signal, to resume
  *	when the call is made again (struct mpp_left)
  * @poll_wq: poll() waits here for @bg to want its caller
@@ -38,9 +41,11 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
  *	kept between its calls (pool.c)
  */
 struct mpp_file {
-	spinlock_t lock;	/* @bg, @busy, @left */
+	spinlock_t lock;	/* @bg, @busy, @claimer, @cancel_start, @left */
 	struct mpp_request *bg;
 	bool busy;
+	struct pid *claimer;
+	bool cancel_start;
 	struct list_head left;
 	struct wait_queue_head poll_wq;
 	struct mpp_pools pools;
@@ -99,7 +104,9 @@ static void mpp_file_let_go(struct mpp_request *req, bool kill)
 /*
  * Claim the file's background slot for the calling thread: -EBUSY while
  * another thread starts or reaps a request on it. With @want_bg, the
- * request it has (-ENOENT without one), else none (-EBUSY with one).
+ * request it has (-ENOENT without one), if its own process started it in
+ * its present mm (-EPERM: a process sharing the mm, clone(CLONE_VM), is
+ * another), else none (-EBUSY with one).
  */
 static int mpp_file_claim(struct mpp_file *f, bool want_bg)
 {
@@ -114,20 +121,29 @@ static int mpp_file_claim(struct mpp_file *f, bool want_bg)
 		ret = -ENOENT;
 	else if (!want_bg && f->bg)
 		ret = -EBUSY;
-	else if (want_bg && f->bg->mm != current->mm)
+	else if (want_bg && (f->bg->tgid != task_tgid(current) ||
+			     f->bg->mm != current->mm))
 		ret = -EPERM;
-	else
+	if (!ret) {
 		f->busy = true;
+		f->claimer = task_tgid(current);
+	}
 	spin_unlock(&f->lock);
 	mpp_file_let_go(orphan, true);
 	return ret;
 }
 
-/* The claim ends: @req is the file's background request, or none */
+/*
+ * The claim ends: @req is the file's background request, or none; one its
+ * process closed a descriptor of the file for meanwhile is cancelled.
+ */
 static void mpp_file_release_claim(struct mpp_file *f,
 				   struct mpp_request *req)
 {
 	spin_lock(&f->lock);
+	if (req && f->cancel_start)
+		mpp_kill(req);
+	f->cancel_start = false;
 	f->bg = req;
 	f->busy = false;
 	spin_unlock(&f->lock);
@@ -263,7 +279,7 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 		goto out_end;
 
 	req = mpp_file_take_left(f);
-	if (req && req->mm == current->mm &&
+	if (req && req->mm == current->mm && mpp_populate_resumable(req) &&
 	    mpp_uapi_call_same(&req->call, &call)) {
 		ret = mpp_populate_finish(req, false);
 		goto out_sync;
@@ -421,6 +437,9 @@ static int memprepop_flush(struct file *file, fl_owner_t id)
 			orphan = req;
 			f->bg = NULL;
 		}
+	} else if (!req && f->busy && f->claimer == task_tgid(current)) {
+		/* One its thread is starting: cancelled once started */
+		f->cancel_start = true;
 	}
 	spin_unlock(&f->lock);
 	mpp_file_let_go(orphan, true);

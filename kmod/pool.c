@@ -68,7 +68,8 @@ struct mpp_pool {
  * @MPP_THREAD_HELD: created or taken by a crew, no work yet
  * @MPP_THREAD_WORKING: given work; only the thread itself leaves this state
  * @MPP_THREAD_IDLE: waiting for work in its pool
- * @MPP_THREAD_DEAD: killed with its process; the work it had is over
+ * @MPP_THREAD_DEAD: killed with its process; the work it had, it ends on
+ *	its way out, before its stop returns
  */
 enum mpp_thread_state {
 	MPP_THREAD_HELD,
@@ -142,6 +143,19 @@ static struct mpp_pool *mpp_pool_find(struct mpp_pools *pools,
 		if (pool->tgid == tgid)
 			return pool;
 	return NULL;
+}
+
+/* Is a thread of the process @tgid stopping its threads on the file? */
+static bool mpp_pool_flushing(struct mpp_pools *pools, struct pid *tgid)
+{
+	struct mpp_pool *pool;
+	bool flushing;
+
+	spin_lock(&pools->lock);
+	pool = mpp_pool_find(pools, tgid);
+	flushing = pool && pool->flushing;
+	spin_unlock(&pools->lock);
+	return flushing;
 }
 
 /*
@@ -348,17 +362,23 @@ static void mpp_thread_killed(void *data)
 {
 	struct mpp_thread *t = data;
 	struct mpp_pools *pools = t->pools;
-	const struct mpp_work_ops *ops = NULL;
-	void *arg = NULL;
+	const struct mpp_work_ops *ops;
+	bool working;
+	void *arg;
 
-	/* Only the thread leaves WORKING: its work is still there */
-	if (smp_load_acquire(&t->state) == MPP_THREAD_WORKING)
-		mpp_thread_end_work(t, &ops, &arg);
+	/*
+	 * Read and left under the lock: a crew that holds the thread either
+	 * gave it its work before (WORKING, ended here) or finds it DEAD and
+	 * does without it (mpp_thread_start())
+	 */
 	spin_lock(&pools->lock);
+	working = t->state == MPP_THREAD_WORKING;
 	mpp_thread_set_state(t, MPP_THREAD_DEAD);
 	spin_unlock(&pools->lock);
-	if (ops)
+	if (working) {
+		mpp_thread_end_work(t, &ops, &arg);
 		ops->done(arg);
+	}
 	wake_up_all(&pools->wq);
 }
 
@@ -514,6 +534,8 @@ static void mpp_pool_destroy(struct mpp_pools *pools, struct mpp_pool *pool)
 		if (!pool->nr && !pool->users) {
 			list_del(&pool->node);
 			spin_unlock(&pools->lock);
+			/* Another thread's flush of it waits for that */
+			wake_up_all(&pools->wq);
 			break;
 		}
 		spin_unlock(&pools->lock);
@@ -546,21 +568,30 @@ void mpp_pool_put(struct mpp_pools *pools, struct mpp_pool *pool)
  *
  * Its threads on the file stop: the idle ones now, those at work once
  * their work is over (its caller's, or a background request the file
- * cancelled first). Only the process's own: another's stay its own.
+ * cancelled first). Only the process's own: another's stay its own. When
+ * another thread of the process is stopping them already (it closes
+ * another descriptor of the file), until that one is done, killably.
  */
 void mpp_pools_flush(struct mpp_pools *pools)
 {
+	struct pid *tgid = task_tgid(current);
 	struct mpp_pool *pool;
+	bool other;
 
 	spin_lock(&pools->lock);
-	pool = mpp_pool_find(pools, task_tgid(current));
-	if (pool && pool->flushing)
-		pool = NULL;
-	if (pool)
+	pool = mpp_pool_find(pools, tgid);
+	other = pool && pool->flushing;
+	if (pool && !other)
 		pool->flushing = true;
 	spin_unlock(&pools->lock);
-	if (pool)
+	if (!pool)
+		return;
+	if (!other) {
 		mpp_pool_destroy(pools, pool);
+		return;
+	}
+	/* Another thread of the process is stopping them: until it is done */
+	wait_event_killable(pools->wq, !mpp_pool_flushing(pools, tgid));
 }
 
 /**

@@ -322,6 +322,21 @@ int mpp_populate_finish(struct mpp_request *req, bool nowait)
 }
 
 /**
+ * mpp_populate_resumable() - may a call its thread left go on?
+ * @req: a synchronous request its thread left for a signal
+ *
+ * Not once it was given up (mpp_populate_abandon(), interrupted) or its
+ * process is dying: made again, the call then starts anew. One cancelled
+ * through @control goes on, to report its cancel.
+ *
+ * Return: true when the call, made again, resumes @req.
+ */
+bool mpp_populate_resumable(struct mpp_request *req)
+{
+	return !READ_ONCE(req->killed) || READ_ONCE(req->out.abort_err);
+}
+
+/**
  * mpp_populate_abandon() - a thread gives up the call it left
  * @req: a synchronous request its thread left for a signal, in a thread of
  *	its mm

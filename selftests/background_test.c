@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -185,6 +186,50 @@ TEST_F(bg, refused)
 	EXPECT_EQ(0, present_pages(q, len));
 	munmap(p, len);
 	munmap(q, len);
+}
+
+struct vm_sibling {
+	int fd;
+	int err;
+};
+
+/* In a process that shares the caller's mm (clone(CLONE_VM)) */
+static int wait_from_sibling(void *arg)
+{
+	struct vm_sibling *v = arg;
+	struct memprepop_wait w = { 0 };
+
+	v->err = syscall(SYS_ioctl, v->fd, MEMPREPOP_IOC_WAIT, &w) ? errno : 0;
+	return 0;
+}
+
+/*
+ * A request is its process's to reap: another process that shares its mm
+ * (clone(CLONE_VM) without CLONE_THREAD, as vfork() children are) gets
+ * EPERM rather than wait for the first one's workers.
+ */
+TEST_F_TIMEOUT(bg, not_reaped_by_a_process_sharing_the_mm, SLOW)
+{
+	size_t len = 256 * MiB, stack_len = 256 * 1024;
+	struct vm_sibling v = { .fd = self->fd, .err = -1 };
+	char *p = map_anon(len), *stack = map_anon(stack_len);
+	int result, status;
+	struct bg bg;
+	pid_t pid;
+
+	ASSERT_NE(NULL, p);
+	ASSERT_NE(NULL, stack);
+	ASSERT_EQ(0, bg_start(self->fd, &bg, p, len, 0));
+	pid = clone(wait_from_sibling, stack + stack_len, CLONE_VM | SIGCHLD,
+		    &v);
+	ASSERT_LT(0, pid);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(EPERM, v.err);
+	ASSERT_EQ(0, bg_wait(self->fd, 0, &result));
+	EXPECT_EQ(0, result);
+	EXPECT_EQ(len, bg.req.populated);
+	munmap(stack, stack_len);
+	munmap(p, len);
 }
 
 /*

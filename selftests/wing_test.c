@@ -1628,6 +1628,72 @@ TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
 }
 
 /*
+ * Two threads of a process close two descriptors of the file at once: each
+ * close() returns only once the process has no worker of the file left,
+ * whichever of the two stops them. Checked right after each close, in 20
+ * children, each with a worker per node kept from a call.
+ */
+struct closer {
+	pthread_barrier_t *go;
+	int fd;
+	int left;
+};
+
+static void *close_at_once(void *arg)
+{
+	struct closer *c = arg;
+
+	pthread_barrier_wait(c->go);
+	close(c->fd);
+	c->left = own_workers();
+	return NULL;
+}
+
+TEST_F_TIMEOUT(wing, close_by_two_threads_leaves_no_worker, SLOW)
+{
+	int early = 0, had = 0;
+
+	ASSERT_TRUE(workers_gone(30));
+	for (int i = 0; i < 20; i++) {
+		int status;
+		pid_t pid = fork();
+
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			struct memprepop_populate req;
+			pthread_barrier_t go;
+			struct closer a = { .go = &go }, b = { .go = &go };
+			size_t len = 32 * MiB;
+			char *p = map_anon_both(len);
+			pthread_t t;
+
+			a.fd = open_dev();
+			b.fd = dup(a.fd);
+			if (!p || a.fd < 0 || b.fd < 0 ||
+			    ioc_populate(a.fd, p, len, 0, &req))
+				_exit(200);
+			if (own_workers() < 1)
+				_exit(100);
+			pthread_barrier_init(&go, NULL, 2);
+			if (pthread_create(&t, NULL, close_at_once, &b))
+				_exit(200);
+			close_at_once(&a);
+			pthread_join(t, NULL);
+			_exit(a.left || b.left ? 1 : 0);
+		}
+		ASSERT_LE(0, wait_pid(pid, 60, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		ASSERT_NE(200, WEXITSTATUS(status));
+		had += WEXITSTATUS(status) != 100;
+		early += WEXITSTATUS(status) == 1;
+	}
+	TH_LOG("a close returned with workers left in %d of %d children with workers",
+	       early, had);
+	EXPECT_LT(0, had);
+	EXPECT_EQ(0, early);
+}
+
+/*
  * A caller signalled every 2 ms (a handler, as a profiling timer would
  * run) still gets its call done: 256 MiB populated through the ioctl and
  * with madvise() in the calling thread, each under the same timer, in a
