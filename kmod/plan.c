@@ -69,7 +69,8 @@ int mpp_check_vma(const struct mpp_identity *id, u32 flags,
 		return -EINVAL;
 	if (mpp_vma_is_secretmem(vma))
 		return -EINVAL;
-	if (!(vma->vm_flags & VM_WRITE))
+	/* A shadow stack is writable, but not by a write fault */
+	if (!(vma->vm_flags & VM_WRITE) || (vma->vm_flags & VM_SHADOW_STACK))
 		return -EINVAL;
 	if (!mpp_identity_may_write(id, vma))
 		return -EINVAL;
