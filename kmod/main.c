@@ -33,7 +33,7 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
  *	the first one waits for)
  * @claimer: while @busy, the process of that thread, compared only
  * @cancel_start: that process closed a descriptor of the file while its
- *	thread started a background request: cancelled once started
+ *	thread started a background request: given up once started
  * @left: synchronous calls their threads left for a signal, to resume
  *	when the call is made again (struct mpp_left)
  * @poll_wq: poll() waits here for @bg to want its caller
@@ -135,18 +135,24 @@ static int mpp_file_claim(struct mpp_file *f, bool want_bg)
 
 /*
  * The claim ends: @req is the file's background request, or none; one its
- * process closed a descriptor of the file for meanwhile is cancelled.
+ * process closed a descriptor of the file for meanwhile is given up, as
+ * the close would have given it up had it been on the file.
  */
 static void mpp_file_release_claim(struct mpp_file *f,
 				   struct mpp_request *req)
 {
+	struct mpp_request *gone = NULL;
+
 	spin_lock(&f->lock);
-	if (req && f->cancel_start)
-		mpp_kill(req);
+	if (f->cancel_start) {
+		gone = req;
+		req = NULL;
+	}
 	f->cancel_start = false;
 	f->bg = req;
 	f->busy = false;
 	spin_unlock(&f->lock);
+	mpp_file_let_go(gone, true);
 }
 
 /* Frees @l: its request, whose reference it held, is the caller's */
@@ -438,7 +444,7 @@ static int memprepop_flush(struct file *file, fl_owner_t id)
 			f->bg = NULL;
 		}
 	} else if (!req && f->busy && f->claimer == task_tgid(current)) {
-		/* One its thread is starting: cancelled once started */
+		/* One its thread is starting: given up once started */
 		f->cancel_start = true;
 	}
 	spin_unlock(&f->lock);

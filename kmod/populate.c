@@ -22,6 +22,7 @@
 #include <linux/jiffies.h>
 #include <linux/kref.h>
 #include <linux/mm.h>
+#include <linux/pid.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -276,14 +277,17 @@ bool mpp_populate_ready(struct mpp_request *req)
  * mpp_populate_orphaned() - is the process that started @req gone?
  * @req: a background request
  *
- * Its mm has no user left: the process exited, or replaced it by exec. Then
- * no thread can reap the request.
+ * Its mm has no user left (the process exited, or replaced it by exec), or
+ * the process has exited while another that shares its mm
+ * (clone(CLONE_VM)) keeps it. Then no thread can reap the request: only
+ * the process that started it may, in that mm.
  *
  * Return: true when nobody can reap @req.
  */
 bool mpp_populate_orphaned(struct mpp_request *req)
 {
-	return !atomic_read(&req->mm->mm_users);
+	return !atomic_read(&req->mm->mm_users) ||
+	       !pid_has_task(req->tgid, PIDTYPE_TGID);
 }
 
 /**

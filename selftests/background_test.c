@@ -232,6 +232,78 @@ TEST_F_TIMEOUT(bg, not_reaped_by_a_process_sharing_the_mm, SLOW)
 	munmap(p, len);
 }
 
+struct vm_heir {
+	int fd;
+	int go[2], rep[2];
+	char *p;
+	size_t len;
+};
+
+/* Shares the mm and descriptors of a process that exits before it acts */
+static int start_after_owner_exits(void *arg)
+{
+	struct vm_heir *h = arg;
+	struct memprepop_populate req = { 0 };
+	struct memprepop_wait w = { 0 };
+	int ret[2];
+	char c;
+
+	if (read(h->go[0], &c, 1) != 1)
+		return 1;
+	req.addr = (uintptr_t)h->p;
+	req.len = h->len;
+	req.flags = MEMPREPOP_F_BACKGROUND;
+	ret[0] = syscall(SYS_ioctl, h->fd, MEMPREPOP_IOC_POPULATE, &req) ?
+		 errno : 0;
+	ret[1] = ret[0] ? -1 :
+		 syscall(SYS_ioctl, h->fd, MEMPREPOP_IOC_WAIT, &w) ? errno :
+		 w.result;
+	return write(h->rep[1], ret, sizeof(ret)) != sizeof(ret);
+}
+
+/*
+ * A process starts a request, then exits while another process shares
+ * its mm and descriptor table (clone(CLONE_VM | CLONE_FILES)): nobody may
+ * reap the request now, so it is let go, and the other process starts
+ * its own on the file and reaps it, where the file stayed busy before.
+ */
+TEST_F_TIMEOUT(bg, let_go_when_its_process_exits_beside_an_mm_sharer, SLOW)
+{
+	int status, ret[2] = { -1, -1 };
+	pid_t pid;
+	struct vm_heir h = { .len = 256 * MiB };
+
+	ASSERT_EQ(0, pipe(h.go));
+	ASSERT_EQ(0, pipe(h.rep));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		size_t stack_len = 256 * 1024;
+		char *stack = map_anon(stack_len), *q = map_anon(h.len);
+		struct bg bg;
+
+		h.p = map_anon(h.len);
+		h.fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+		if (!stack || !q || !h.p || h.fd < 0 ||
+		    bg_start(h.fd, &bg, q, h.len, 0))
+			_exit(10);
+		if (clone(start_after_owner_exits, stack + stack_len,
+			  CLONE_VM | CLONE_FILES, &h) < 0)
+			_exit(11);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/* Its owner reaped: the heir goes on */
+	ASSERT_EQ(1, write(h.go[1], "g", 1));
+	ASSERT_TRUE(read_within(h.rep[0], ret, sizeof(ret), 120));
+	TH_LOG("the heir's start: %s, its wait's result %d",
+	       ret[0] ? strerror(ret[0]) : "0", ret[1]);
+	EXPECT_EQ(0, ret[0]);
+	EXPECT_EQ(0, ret[1]);
+}
+
 /*
  * Failures in the background are the synchronous call's: a hole and a
  * read-only part give madvise's errno and populated.

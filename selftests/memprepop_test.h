@@ -384,6 +384,12 @@ static inline bool readable(int fd, int timeout_ms)
 	return poll(&pfd, 1, timeout_ms) == 1 && (pfd.revents & POLLIN);
 }
 
+/* Reads @len bytes from @fd within @secs: true when it did */
+static inline bool read_within(int fd, void *buf, size_t len, double secs)
+{
+	return readable(fd, secs * 1000) && read(fd, buf, len) == (ssize_t)len;
+}
+
 /* Entries of the node statistics arrays of the tests: any node up to it */
 #define TEST_NODES	64
 

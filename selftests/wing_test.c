@@ -87,12 +87,6 @@ static double kill_reap(pid_t pid, double secs, int *status)
 	return wait_pid(pid, secs, status ? status : &st, 0);
 }
 
-/* Reads @len bytes from @fd within @secs: true when it did */
-static bool read_within(int fd, void *buf, size_t len, double secs)
-{
-	return readable(fd, secs * 1000) && read(fd, buf, len) == (ssize_t)len;
-}
-
 /* Threads of @pid listed in /proc/PID/task (a zombie leader too), or -1 */
 static int task_count(pid_t pid)
 {
