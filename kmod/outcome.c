@@ -189,10 +189,11 @@ static unsigned long mpp_outcome_end(struct mpp_request *req,
 	end = undone.start;
 	if (stop_at >= undone.start && stop_at < undone.end)
 		end = stop_at;
+	/* Each record is a prefix of the chunk that was populated */
 	spin_lock(&out->lock);
 	for (i = 0; i < out->nr_partial; i++)
 		if (out->partial[i].chunk == undone.index)
-			end = out->partial[i].addr;
+			end = max(end, out->partial[i].addr);
 	spin_unlock(&out->lock);
 	mpp_plan_handed_back(&req->plan, undone.index, &end);
 	return min(end, stop_at);

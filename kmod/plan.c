@@ -557,7 +557,7 @@ bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk)
  * mpp_plan_handed_back() - where a chunk left handed back got to
  * @plan: the plan, its threads done
  * @index: the chunk
- * @reached: set to where its worker stopped, if it is still handed back
+ * @reached: raised to where its worker stopped, if it is still handed back
  *
  * A chunk handed back that the caller did not take before the request was
  * cancelled stays in the list: its worker populated it up to there.
@@ -570,7 +570,7 @@ void mpp_plan_handed_back(struct mpp_plan *plan, unsigned long index,
 	spin_lock(&plan->lock);
 	list_for_each_entry(h, &plan->handoffs, node) {
 		if (h->chunk.index == index) {
-			*reached = h->chunk.start;
+			*reached = max(*reached, h->chunk.start);
 			break;
 		}
 	}
