@@ -210,6 +210,42 @@ static int mpp_walk_batch(struct mpp_walk *w)
 	return got ? mpp_gup_errno(got) : -EFAULT;
 }
 
+/*
+ * Where a walk stops inside its chunk (a cancel, a hand-back), its last
+ * fault may have mapped more than it asked for: a transparent huge page
+ * that its batch ended inside, which a single-page batch in a
+ * userfaultfd-armed mapping does once the handler is gone. The walk moves
+ * past the pages that are populated writable up to the next PMD boundary,
+ * in a mapping it may populate, looked up without faulting (FOLL_NOFAULT),
+ * so that it stops exactly at the first page not populated; they count as
+ * found. Returns true when that is the chunk's end: the chunk is complete.
+ */
+static bool mpp_walk_settle(struct mpp_walk *w)
+{
+	unsigned long end, from = w->addr;
+	long got;
+
+	if (w->unlocked)
+		return false;
+	if (!w->vma || from < w->vma->vm_start || from >= w->vma->vm_end) {
+		w->vma = vma_lookup(w->ctx->mm, from);
+		if (!w->vma || mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma))
+			return false;
+	}
+	end = min3(ALIGN(from, PMD_SIZE), w->chunk->end, w->vma->vm_end);
+	if (end <= from)
+		return false;
+	got = get_user_pages_remote(w->ctx->mm, from, (end - from) >> PAGE_SHIFT,
+				    FOLL_WRITE | FOLL_NOFAULT, NULL, NULL);
+	if (got <= 0)
+		return false;
+	w->addr += got << PAGE_SHIFT;
+	if (w->node_pages)
+		mpp_count_nodes(w->ctx, from, w->addr, w->node_pages);
+	atomic64_add(got * PAGE_SIZE, w->ctx->bytes_done);
+	return w->addr >= w->chunk->end;
+}
+
 /**
  * mpp_fault_caller() - populate a chunk, or part of it, in the calling thread
  * @ctx: what it faults with
@@ -248,6 +284,8 @@ int mpp_fault_caller(const struct mpp_fault_ctx *ctx,
 			ret = -EAGAIN;
 		cond_resched();
 	}
+	if (ret == -ECANCELED && mpp_walk_settle(&w))
+		ret = 0;
 	*reached = mpp_walk_end(&w);
 	trace_memprepop_chunk(from, chunk->end, *reached, numa_node_id(),
 			      true, ret);
@@ -287,6 +325,10 @@ int mpp_fault_worker(const struct mpp_fault_ctx *ctx,
 		}
 		ret = mpp_walk_batch(&w);
 		cond_resched();
+	}
+	if ((ret == -ECANCELED || *handoff) && mpp_walk_settle(&w)) {
+		*handoff = false;
+		ret = 0;
 	}
 	*reached = mpp_walk_end(&w);
 	trace_memprepop_chunk(chunk->start, chunk->end, *reached,
