@@ -158,7 +158,11 @@ struct mpp_call {
  * @nr_segs: its segments
  * @first_chunk: index of its first chunk among all the plan's chunks
  * @nr_chunks: its chunks
- * @populated: once the request is over, how far it got (mpp_outcome_end())
+ * @undone: once its threads are done, its first chunk not populated
+ *	completely, or ULONG_MAX (outcome.c)
+ * @reached: then, populated from its start up to here, raised by the records
+ *	of @undone
+ * @populated: once the request is over, how far it got
  * @error: once the request is over, 0 or the errno a call of it alone
  *	would have returned
  */
@@ -172,6 +176,8 @@ struct mpp_range {
 	unsigned int nr_segs;
 	unsigned long first_chunk;
 	unsigned long nr_chunks;
+	unsigned long undone;
+	unsigned long reached;
 	u64 populated;
 	int error;
 };
@@ -323,10 +329,12 @@ struct mpp_crew {
 
 /**
  * struct mpp_partial - where a kill stopped a thread inside a chunk
+ * @range: the chunk's range
  * @chunk: the chunk's index
  * @addr: populated from its start up to here
  */
 struct mpp_partial {
+	struct mpp_range *range;
 	unsigned long chunk;
 	unsigned long addr;
 };
@@ -542,8 +550,7 @@ int mpp_plan_handoff(struct mpp_plan *plan, const struct mpp_chunk *chunk,
 		     unsigned long reached);
 bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk);
 bool mpp_plan_has_handoff(struct mpp_plan *plan);
-void mpp_plan_handed_back(struct mpp_plan *plan, unsigned long index,
-			  unsigned long *reached);
+void mpp_plan_handed_back(struct mpp_plan *plan);
 bool mpp_plan_leave_unclaimed(struct mpp_plan *plan);
 int mpp_check_vma(const struct mpp_identity *id, u32 flags,
 		  struct vm_area_struct *vma);
@@ -570,6 +577,8 @@ void mpp_stop(struct mpp_request *req, struct mpp_range *range,
 void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		      unsigned long reached, int err);
 void mpp_control_sync(struct mpp_request *req, bool caller);
+void mpp_outcome_raise(struct mpp_range *range, unsigned long index,
+		       unsigned long addr);
 int mpp_outcome_finish(struct mpp_request *req);
 
 /* identity.c */

@@ -106,6 +106,7 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		return;
 	spin_lock(&out->lock);
 	if (out->nr_partial < out->max_partial) {
+		out->partial[out->nr_partial].range = chunk->seg->range;
 		out->partial[out->nr_partial].chunk = chunk->index;
 		out->partial[out->nr_partial].addr = reached;
 		out->nr_partial++;
@@ -167,36 +168,49 @@ void mpp_control_sync(struct mpp_request *req, bool caller)
 }
 
 /*
- * How far a range got: the end of what is populated from its start. Chunks
- * below the lowest failure all complete unless the request was killed, so
- * it is the start of the first chunk that did not complete, or the failure
- * in it, or where a kill stopped it, or where its worker handed it back to
- * a caller that was cancelled before taking it; never past the lowest
- * failure.
+ * Where a range got, before the records of how far chunks got are read: to
+ * its end, or to the start of its first chunk that did not complete, or the
+ * failure inside it. Chunks below the lowest failure all complete unless
+ * the request was killed: then that first chunk's records count
+ * (mpp_outcome_raise()).
  */
-static unsigned long mpp_outcome_end(struct mpp_request *req,
-				     const struct mpp_range *range)
+static void mpp_outcome_reach(struct mpp_request *req, struct mpp_range *range)
 {
-	struct mpp_outcome *out = &req->out;
-	unsigned long end = range->end, stop_at = range->stop_at;
+	unsigned long stop_at = READ_ONCE(range->stop_at);
 	struct mpp_chunk undone;
-	unsigned int i;
 
-	if (range->bad)
-		return range->start;
-	if (!mpp_plan_undone(&req->plan, range, out->chunk_done, &undone))
-		return min(end, stop_at);
-	end = undone.start;
+	range->undone = ULONG_MAX;
+	if (range->bad) {
+		range->reached = range->start;
+		return;
+	}
+	if (!mpp_plan_undone(&req->plan, range, req->out.chunk_done,
+			     &undone)) {
+		range->reached = range->end;
+		return;
+	}
+	range->undone = undone.index;
+	range->reached = undone.start;
 	if (stop_at >= undone.start && stop_at < undone.end)
-		end = stop_at;
-	/* Each record is a prefix of the chunk that was populated */
-	spin_lock(&out->lock);
-	for (i = 0; i < out->nr_partial; i++)
-		if (out->partial[i].chunk == undone.index)
-			end = max(end, out->partial[i].addr);
-	spin_unlock(&out->lock);
-	mpp_plan_handed_back(&req->plan, undone.index, &end);
-	return min(end, stop_at);
+		range->reached = stop_at;
+}
+
+/**
+ * mpp_outcome_raise() - a record of how far a chunk got
+ * @range: the chunk's range, its first chunk not done worked out
+ * @index: the chunk
+ * @addr: populated from the chunk's start up to here
+ *
+ * Each record is a populated prefix of its chunk: where a kill or cancel
+ * stopped a thread in it, or where its worker handed it back. It counts
+ * only in the range's first chunk that did not complete: what is above is
+ * not contiguous with the range's start.
+ */
+void mpp_outcome_raise(struct mpp_range *range, unsigned long index,
+		       unsigned long addr)
+{
+	if (index == range->undone)
+		range->reached = max(range->reached, addr);
 }
 
 /* The result of one range, as a call of that range alone would report it */
@@ -219,7 +233,9 @@ static int mpp_outcome_error(struct mpp_request *req,
  * @req: the request, its threads done or the caller killed
  *
  * Sets each range's @populated and @error, the request's @populated, and
- * sums every thread's node counts into the first row.
+ * sums every thread's node counts into the first row. Once per request:
+ * the chunks left handed back are counted and freed. In steps of the ranges
+ * and of the records, never of one for each of the other.
  *
  * Return: the first range's error by index, or 0.
  */
@@ -229,10 +245,23 @@ int mpp_outcome_finish(struct mpp_request *req)
 	unsigned int i, nid, rows = out->max_partial;
 	int first_err = 0;
 
+	for (i = 0; i < req->call.nr_ranges; i++) {
+		mpp_outcome_reach(req, &req->call.ranges[i]);
+		if (i % 256 == 255)
+			cond_resched();
+	}
+	spin_lock(&out->lock);
+	for (i = 0; i < out->nr_partial; i++)
+		mpp_outcome_raise(out->partial[i].range, out->partial[i].chunk,
+				  out->partial[i].addr);
+	spin_unlock(&out->lock);
+	mpp_plan_handed_back(&req->plan);
+
 	out->populated = 0;
 	for (i = 0; i < req->call.nr_ranges; i++) {
 		struct mpp_range *range = &req->call.ranges[i];
-		unsigned long end = mpp_outcome_end(req, range);
+		unsigned long end = min(range->reached,
+					READ_ONCE(range->stop_at));
 
 		range->populated = end - range->start;
 		range->error = mpp_outcome_error(req, range, end);

@@ -554,27 +554,31 @@ bool mpp_plan_take_handoff(struct mpp_plan *plan, struct mpp_chunk *chunk)
 }
 
 /**
- * mpp_plan_handed_back() - where a chunk left handed back got to
- * @plan: the plan, its threads done
- * @index: the chunk
- * @reached: raised to where its worker stopped, if it is still handed back
+ * mpp_plan_handed_back() - where the chunks left handed back got to
+ * @plan: the plan, its threads done, each range's first chunk not done
+ *	worked out
  *
  * A chunk handed back that the caller did not take before the request was
- * cancelled stays in the list: its worker populated it up to there.
+ * cancelled stays in the list: its worker populated it up to where it
+ * stopped, which counts in its range's outcome (mpp_outcome_raise()). Each
+ * is then freed: a request's outcome is worked out once. The list is taken
+ * off the plan whole, and walked rescheduling: it has a chunk per entry.
  */
-void mpp_plan_handed_back(struct mpp_plan *plan, unsigned long index,
-			  unsigned long *reached)
+void mpp_plan_handed_back(struct mpp_plan *plan)
 {
-	struct mpp_handoff *h;
+	struct mpp_handoff *h, *next;
+	LIST_HEAD(left);
 
 	spin_lock(&plan->lock);
-	list_for_each_entry(h, &plan->handoffs, node) {
-		if (h->chunk.index == index) {
-			*reached = max(*reached, h->chunk.start);
-			break;
-		}
-	}
+	list_splice_init(&plan->handoffs, &left);
 	spin_unlock(&plan->lock);
+	list_for_each_entry_safe(h, next, &left, node) {
+		mpp_outcome_raise(h->chunk.seg->range, h->chunk.index,
+				  h->chunk.start);
+		list_del(&h->node);
+		kfree(h);
+		cond_resched();
+	}
 }
 
 bool mpp_plan_has_handoff(struct mpp_plan *plan)

@@ -820,6 +820,81 @@ TEST_F_TIMEOUT(caller, cancel_with_chunks_handed_back, SLOW)
 }
 
 /*
+ * As above, over 65536 ranges of a page each, a chunk each: the workers
+ * hand back every chunk they reach after the arming. After the cancel the
+ * outcome counts each chunk handed back for its range once (one that
+ * looked through them all for each range held the call for minutes): the
+ * call ends within a second of the handler going, and each range reports
+ * exactly the page that is present, or none. (Where the workers are done
+ * with all 65536 before the arming, there is nothing to cancel: a skip.)
+ */
+TEST_F_TIMEOUT(caller, cancel_with_many_ranges_handed_back, SLOW)
+{
+	unsigned int nr = 65536, i, done = 0, wrong = 0;
+	size_t ps = page_size();
+	struct late_arm a = { .len = nr * ps, .after = 30 * 1000 };
+	struct memprepop_control ctl = { 0 };
+	struct canceller c = { .ctl = &ctl, .release = true };
+	struct memprepop_populate req = { 0 };
+	struct memprepop_range *r = calloc(nr, sizeof(*r));
+	uint64_t *pm = calloc(nr, sizeof(*pm));
+	int fd = open_dev(), pmfd, ret;
+	pthread_t at, ct;
+	double end;
+
+	ASSERT_LE(0, fd);
+	ASSERT_NE(NULL, r);
+	ASSERT_NE(NULL, pm);
+	a.p = map_anon_both(a.len);
+	ASSERT_NE(NULL, a.p);
+	ASSERT_EQ(0, no_thp(a.p, a.len));
+	a.server.uffd = uffd_open(0);
+	if (a.server.uffd < 0)
+		SKIP(return, "userfaultfd: %s", strerror(errno));
+	c.uffd = a.server.uffd;
+	for (i = 0; i < nr; i++)
+		r[i] = (struct memprepop_range){
+			.addr = (uintptr_t)a.p + i * ps, .len = ps,
+		};
+	ASSERT_EQ(0, pthread_create(&at, NULL, arm_late, &a));
+	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
+	req.ranges = (uintptr_t)r;
+	req.nr_ranges = nr;
+	req.range_size = sizeof(*r);
+	req.control = (uintptr_t)&ctl;
+	ret = ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
+	end = now();
+	pthread_join(at, NULL);
+	pthread_join(ct, NULL);
+	/* Each page's pagemap entry, in one read: bit 63 is present */
+	pmfd = open("/proc/self/pagemap", O_RDONLY);
+	ASSERT_LE(0, pmfd);
+	ASSERT_EQ(nr * sizeof(*pm),
+		  pread(pmfd, pm, nr * sizeof(*pm),
+			(uintptr_t)a.p / ps * sizeof(*pm)));
+	close(pmfd);
+	for (i = 0; i < nr; i++) {
+		done += r[i].populated == ps;
+		wrong += r[i].populated != (pm[i] >> 63) * ps;
+	}
+	TH_LOG("returned %.0f ms after the handler went; %u of %u ranges populated, %u reported wrong",
+	       (end - c.released_at) * 1000, done, nr, wrong);
+	EXPECT_EQ(1, a.registered);
+	EXPECT_EQ(0, wrong);
+	if (!ret && done == nr)
+		SKIP(goto out, "the workers were done before the arming");
+	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_GT(1.0, end - c.released_at);
+	EXPECT_GT(nr, done);
+	EXPECT_EQ(done * ps, req.populated);
+out:
+	munmap(a.p, a.len);
+	close(fd);
+	free(pm);
+	free(r);
+}
+
+/*
  * A cancel right after a fault that mapped a transparent huge page: a range
  * armed for userfaultfd from the start, nobody answering, the caller waits
  * in the fault of its first page; a cancel, then the handler gone. That
