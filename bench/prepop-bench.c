@@ -8,7 +8,9 @@
  * line on stdout, for bench/report.py to take medians and ratios from.
  *
  * Methods: touch (one thread writes a byte per page), madvise (one thread,
- * MADV_POPULATE_WRITE), map_populate (mmap MAP_POPULATE), mlock, qemu:N
+ * MADV_POPULATE_WRITE), ioctl (one MEMPREPOP_IOC_POPULATE a region on a
+ * descriptor kept open, without the library: the module's own cost against
+ * madvise's), map_populate (mmap MAP_POPULATE), mlock, qemu:N
  * (QEMU's own preallocation with N threads: time to ready minus the same run
  * without it), fallback:N and module:N (libmemprepop with at most N threads
  * or workers), memset:N (N threads zeroing memory already populated: the
@@ -67,6 +69,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/memprepop.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -677,6 +681,27 @@ static void emit_qemu(const struct config *cfg, const struct method *m,
  */
 static struct memprepop_ctx *contexts[2][65];
 
+/* The ioctl method: each region a call on one descriptor, opened once */
+static int ioctl_run(char *p, uint64_t size, unsigned int regions)
+{
+	static int fd = -1;
+
+	if (fd < 0)
+		fd = open(MEMPREPOP_DEVICE, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (unsigned int i = 0; i < regions; i++) {
+		struct memprepop_populate req = {
+			.addr = (uintptr_t)p + i * (size / regions),
+			.len = size / regions,
+		};
+
+		if (ioctl(fd, MEMPREPOP_IOC_POPULATE, &req))
+			return -1;
+	}
+	return 0;
+}
+
 /*
  * A library method over the regions of [p, p + size): seconds by the wall
  * clock, or -1 when it cannot run here.
@@ -830,6 +855,9 @@ static bool measure(const struct config *cfg, const struct method *m,
 			if (madvise(p + i * (size / cfg->regions),
 				    size / cfg->regions, MADV_POPULATE_WRITE))
 				goto fail;
+	} else if (!strcmp(m->name, "ioctl")) {
+		if (ioctl_run(p, size, cfg->regions))
+			goto fail;
 	} else if (!strcmp(m->name, "mlock")) {
 		if (mlock(p, size))
 			goto fail;
