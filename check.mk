@@ -34,7 +34,7 @@ check-kernel: $(KSFT)/kselftest_harness.h
 		grep -q "error: #error \"no vhost_task" $$1/build.log' \
 		/lib/modules/$(OLD_KVER)/build $(B)/kbuild-old
 
-# Other kernels the module must build for (compat.h): every other installed
+# Other kernels the module must build for (probe/): every other installed
 # Debian header tree with vhost_task, W=1 and sparse clean
 COMPAT_KDIRS	= $(filter-out $(realpath $(VM_KDIR)),$(shell grep -l \
 		  '^CONFIG_VHOST_TASK=y' /usr/src/linux-headers-*-amd64/.config \

@@ -8,7 +8,6 @@
 #include <linux/sched/signal.h>
 #include <linux/userfaultfd_k.h>
 
-#include "compat.h"
 #include "internal.h"
 #include "trace.h"
 
@@ -82,19 +81,16 @@ static bool mpp_should_stop(const struct mpp_fault_ctx *ctx,
  * Fault in [addr, addr + nr pages) of @mm, writable, as madvise() does:
  * the fault path may drop mmap_lock to wait (for I/O, a page lock, a
  * userfaultfd handler), killable, and then says so through @locked; the
- * thread may move to another CPU meanwhile, which CPU hotplug needs. Then
- * the LRU batch of the CPU it is on is drained, as madvise() drains it, so
- * that the pages are on the LRU (and, in an mlocked range, unevictable).
+ * thread may move to another CPU meanwhile, which CPU hotplug needs.
+ * madvise() then drains its CPU's LRU batches; lru_add_drain() is not
+ * exported, so the last pages of a batch reach the LRU at that CPU's next
+ * drain (Documentation/security.rst).
  */
 static long mpp_fault_pages(struct mm_struct *mm, unsigned long addr,
 			    unsigned long nr, int *locked)
 {
-	long got;
-
-	got = get_user_pages_remote(mm, addr, nr, FOLL_WRITE | FOLL_HWPOISON,
-				    NULL, locked);
-	mpp_lru_add_drain();
-	return got;
+	return get_user_pages_remote(mm, addr, nr, FOLL_WRITE | FOLL_HWPOISON,
+				     NULL, locked);
 }
 
 /**
