@@ -504,15 +504,20 @@ struct mpp_work_ops {
  * @lock: protects the pools and their threads' states
  * @list: the pools
  * @wq: a process stopping its threads waits here for those at work
+ * @file: the file, compared only: a process has a pool while it holds it
  */
 struct mpp_pools {
 	spinlock_t lock;	/* the pools, their threads' states */
 	struct list_head list;
 	wait_queue_head_t wq;
+	const struct file *file;
 };
 
+/* main.c */
+bool mpp_file_held(const struct file *file);
+
 /* pool.c */
-void mpp_pools_init(struct mpp_pools *pools);
+void mpp_pools_init(struct mpp_pools *pools, const struct file *file);
 void mpp_pools_flush(struct mpp_pools *pools);
 void mpp_pools_release(struct mpp_pools *pools);
 void mpp_pools_trim(struct mpp_pools *pools);

@@ -3,6 +3,7 @@
  * memprepop: the /dev/memprepop misc device and its ioctls.
  */
 #include <linux/cpumask.h>
+#include <linux/fdtable.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -70,6 +71,26 @@ struct mpp_left {
 	struct mpp_request *req;
 };
 
+static int mpp_fd_is(const void *file, struct file *found, unsigned int fd)
+{
+	return found == file;
+}
+
+/**
+ * mpp_file_held() - does the calling process hold a descriptor of @file?
+ * @file: the file
+ *
+ * A call on the file may have begun before another thread of the process
+ * closed the descriptor it was made through; the close's flush saw nothing
+ * of what the call goes on to add to the file for the process.
+ *
+ * Return: true when a descriptor of its table is @file.
+ */
+bool mpp_file_held(const struct file *file)
+{
+	return iterate_fd(current->files, 0, mpp_fd_is, file);
+}
+
 /*
  * A background request whose process is gone (exited, or replaced its mm by
  * exec) while another holds the file: nobody can reap it, so it is taken
@@ -136,15 +157,17 @@ static int mpp_file_claim(struct mpp_file *f, bool want_bg)
 /*
  * The claim ends: @req is the file's background request, or none; one its
  * process closed a descriptor of the file for meanwhile is given up, as
- * the close would have given it up had it been on the file.
+ * the close would have given it up had it been on the file. @closed: the
+ * process closed its last one before the claim, where the close saw no
+ * claim (mpp_file_held()); a close after it sets @cancel_start.
  */
 static void mpp_file_release_claim(struct mpp_file *f,
-				   struct mpp_request *req)
+				   struct mpp_request *req, bool closed)
 {
 	struct mpp_request *gone = NULL;
 
 	spin_lock(&f->lock);
-	if (f->cancel_start) {
+	if (f->cancel_start || closed) {
 		gone = req;
 		req = NULL;
 	}
@@ -273,9 +296,10 @@ static int mpp_call_end(const struct mpp_call *call,
 	return ret;
 }
 
-static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
+static long memprepop_ioctl_populate(struct file *file, void __user *uarg,
 				     size_t usize)
 {
+	struct mpp_file *f = file->private_data;
 	struct mpp_request *req = NULL;
 	struct mpp_call call;
 	int ret;
@@ -310,11 +334,11 @@ static long memprepop_ioctl_populate(struct mpp_file *f, void __user *uarg,
 	if (IS_ERR(req)) {
 		ret = PTR_ERR(req);
 		req = NULL;
-		mpp_file_release_claim(f, NULL);
+		mpp_file_release_claim(f, NULL, false);
 		goto out_end;
 	}
 	/* The file's reference, until reaped */
-	mpp_file_release_claim(f, req);
+	mpp_file_release_claim(f, req, !mpp_file_held(file));
 	/*
 	 * Its workers may be done already, and poll() woken while the file
 	 * had no request to report: wake it again, now that it has one (poll
@@ -365,13 +389,13 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 		ret = -EINTR;
 		goto out_keep;
 	}
-	mpp_file_release_claim(f, NULL);
+	mpp_file_release_claim(f, NULL, false);
 	mpp_file_let_go(req, false);
 	mpp_pools_trim(&f->pools);
 	return mpp_uapi_wait_put(uarg, usize, &args);
 
 out_keep:
-	mpp_file_release_claim(f, req);
+	mpp_file_release_claim(f, req, false);
 	return ret;
 }
 
@@ -385,7 +409,7 @@ static long memprepop_ioctl(struct file *file, unsigned int cmd,
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_INFO))
 		return mpp_uapi_info_put(uarg, usize);
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_POPULATE))
-		return memprepop_ioctl_populate(f, uarg, usize);
+		return memprepop_ioctl_populate(file, uarg, usize);
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_WAIT))
 		return memprepop_ioctl_wait(f, uarg, usize);
 	return -ENOTTY;
@@ -416,7 +440,7 @@ static int memprepop_open(struct inode *inode, struct file *file)
 	spin_lock_init(&f->lock);
 	INIT_LIST_HEAD(&f->left);
 	init_waitqueue_head(&f->poll_wq);
-	mpp_pools_init(&f->pools);
+	mpp_pools_init(&f->pools, file);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
 }

@@ -125,12 +125,14 @@ static void mpp_thread_set_state(struct mpp_thread *t,
 /**
  * mpp_pools_init() - a file's pools, none yet
  * @pools: the file's
+ * @file: the file
  */
-void mpp_pools_init(struct mpp_pools *pools)
+void mpp_pools_init(struct mpp_pools *pools, const struct file *file)
 {
 	spin_lock_init(&pools->lock);
 	INIT_LIST_HEAD(&pools->list);
 	init_waitqueue_head(&pools->wq);
+	pools->file = file;
 }
 
 static struct mpp_pool *mpp_pool_find(struct mpp_pools *pools,
@@ -221,15 +223,20 @@ static void mpp_pool_stop_idle(struct mpp_pools *pools, struct mpp_pool *pool,
  * threads (by an exec) are stopped first, and, where its mm is not the
  * caller's (it has exec'd since), its idle ones too.
  *
+ * A pool is added only for a process that holds a descriptor of the file:
+ * the call may have begun before another thread of it closed its last one,
+ * whose flush found no pool to stop. Looked at once the pool is on the
+ * list, so that a close before is seen here and a close after finds it.
+ *
  * Return: the pool, added when the process had none, for the caller's crew
- * until mpp_pool_put(); or NULL when out of memory or while the process is
- * stopping its threads on the file.
+ * until mpp_pool_put(); or NULL when out of memory, while the process is
+ * stopping its threads on the file, or when it has closed it.
  */
 struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 {
 	struct pid *tgid = task_tgid(current);
 	struct mpp_pool *pool, *new;
-	bool stale;
+	bool stale, added = false;
 
 	new = kzalloc(sizeof(*new), GFP_KERNEL);
 	if (!new)
@@ -243,6 +250,7 @@ struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 		pool->mm = current->mm;
 		INIT_LIST_HEAD(&pool->threads);
 		list_add(&pool->node, &pools->list);
+		added = true;
 	}
 	stale = pool->mm != current->mm;
 	pool->mm = current->mm;
@@ -252,8 +260,15 @@ struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 		pool->users++;
 	spin_unlock(&pools->lock);
 	kfree(new);
-	if (pool)
-		mpp_pool_stop_idle(pools, pool, stale);
+	if (!pool)
+		return NULL;
+	if (added && !mpp_file_held(pools->file)) {
+		/* What its close would have done, had the pool been there */
+		mpp_pool_put(pools, pool);
+		mpp_pools_flush(pools);
+		return NULL;
+	}
+	mpp_pool_stop_idle(pools, pool, stale);
 	return pool;
 }
 

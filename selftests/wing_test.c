@@ -1688,6 +1688,160 @@ TEST_F_TIMEOUT(wing, close_by_two_threads_leaves_no_worker, SLOW)
 }
 
 /*
+ * A call that began before another thread of its process closed the
+ * descriptor it was made through: the close's flush finds nothing of the
+ * process on the file, and the call goes on to find its workers. While
+ * another process holds the file (a child that inherited it), nothing may
+ * stay of the closed one: no worker of the process once the call returns
+ * (else it stays until the process exits, and the other process's last
+ * close stops it, waiting for a thread of another process), and no
+ * background request of it on the file (else the other process's own
+ * start gets EBUSY for as long as the closer lives). The call's arguments
+ * are on a page armed for userfaultfd, so that it waits in their copy
+ * until the close is done. 32 MiB bound to both nodes: a worker per node.
+ */
+FIXTURE(racing_close)
+{
+};
+
+FIXTURE_VARIANT(racing_close)
+{
+	bool background;
+};
+
+FIXTURE_VARIANT_ADD(racing_close, sync)
+{
+	.background = false,
+};
+
+FIXTURE_VARIANT_ADD(racing_close, background)
+{
+	.background = true,
+};
+
+FIXTURE_SETUP(racing_close)
+{
+}
+
+FIXTURE_TEARDOWN(racing_close)
+{
+}
+
+struct racer {
+	int fd;
+	struct memprepop_populate *args;
+	int ret;
+};
+
+static void *racing_call(void *arg)
+{
+	struct racer *r = arg;
+
+	r->ret = ioctl(r->fd, MEMPREPOP_IOC_POPULATE, r->args) ? -errno : 0;
+	return NULL;
+}
+
+/* Holds the file until told, then starts a background request on it */
+static void other_holder(int fd, int go, int report)
+{
+	char *q = map_anon(4 * MiB), byte;
+	struct memprepop_populate req;
+	int ret = -ENOMEM, result;
+
+	if (read(go, &byte, 1) != 1)
+		_exit(2);
+	if (q)
+		ret = ioc_populate(fd, q, 4 * MiB, MEMPREPOP_F_BACKGROUND,
+				   &req);
+	if (!ret)
+		bg_wait(fd, 0, &result);
+	_exit(write(report, &ret, sizeof(ret)) == sizeof(ret) ? 0 : 2);
+}
+
+static void racing_close_child(bool background)
+{
+	size_t len = 32 * MiB, ps = page_size();
+	char *p = map_anon_both(len), *page = map_anon(ps);
+	char *src = calloc(1, ps);
+	struct memprepop_populate *args = (void *)src;
+	struct pollfd pfd = { .events = POLLIN };
+	struct racer r = { .fd = open_dev() };
+	int go[2], rep[2], other = -1, uffd, left, status;
+	struct uffdio_copy copy;
+	struct uffd_msg msg;
+	pthread_t t;
+	pid_t holder;
+
+	if (!p || !page || !src || r.fd < 0 || pipe(go) || pipe(rep))
+		_exit(2);
+	args->addr = (uintptr_t)p;
+	args->len = len;
+	args->flags = background ? MEMPREPOP_F_BACKGROUND : 0;
+	holder = fork();
+	if (holder < 0)
+		_exit(2);
+	if (!holder)
+		other_holder(r.fd, go[0], rep[1]);
+	uffd = uffd_arm(page, ps, 0);
+	if (uffd < 0) {
+		kill(holder, SIGKILL);
+		_exit(KSFT_SKIP);
+	}
+	r.args = (void *)page;
+	if (pthread_create(&t, NULL, racing_call, &r))
+		_exit(2);
+	/* The call waits for its arguments: the descriptor is closed */
+	pfd.fd = uffd;
+	if (poll(&pfd, 1, 30 * 1000) != 1 ||
+	    read(uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT)
+		_exit(2);
+	close(r.fd);
+	copy = (struct uffdio_copy) {
+		.dst = (uintptr_t)page, .src = (uintptr_t)src, .len = ps,
+	};
+	if (ioctl(uffd, UFFDIO_COPY, &copy))
+		_exit(2);
+	pthread_join(t, NULL);
+	left = own_workers();
+	if (write(go[1], "x", 1) != 1 ||
+	    !read_within(rep[0], &other, sizeof(other), 60))
+		other = -ETIMEDOUT;
+	waitpid(holder, &status, 0);
+	dprintf(1, "# %s call through a descriptor closed meanwhile: %s, %llu of %zu populated; %d workers of the process left after it; the other holder's background start: %s\n",
+		background ? "a background" : "a synchronous", strerror(-r.ret),
+		(unsigned long long)r.args->populated, len, left,
+		strerror(-other));
+	if (r.ret || (!background && r.args->populated != len))
+		_exit(3);
+	if (left)
+		_exit(1);
+	_exit(other ? 4 : 0);
+}
+
+TEST_F_TIMEOUT(racing_close, call_racing_a_close_leaves_nothing, SLOW)
+{
+	int status;
+	pid_t pid;
+
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		racing_close_child(variant->background);
+	if (wait_pid(pid, 120, &status, 0) < 0) {
+		log_tasks(_metadata, "stuck after 120 s", pid);
+		kill_reap(pid, 30, &status);
+		ASSERT_TRUE(false);
+	}
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == KSFT_SKIP)
+		SKIP(return, "no userfaultfd");
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_TRUE(workers_gone(30));
+}
+
+/*
  * A caller signalled every 2 ms (a handler, as a profiling timer would
  * run) still gets its call done: 256 MiB populated through the ioctl and
  * with madvise() in the calling thread, each under the same timer, in a
