@@ -156,6 +156,7 @@ static int mpp_walk_relock(struct mpp_walk *w)
  */
 static int mpp_walk_vma(struct mpp_walk *w)
 {
+	mmap_assert_locked(w->ctx->mm);
 	if (mpp_should_stop(w->ctx, w->chunk, w->addr))
 		return fatal_signal_pending(current) ? -EINTR : -ECANCELED;
 	if (w->vma && w->addr < w->vma->vm_end)
@@ -223,6 +224,7 @@ static bool mpp_walk_settle(struct mpp_walk *w)
 
 	if (w->unlocked)
 		return false;
+	mmap_assert_locked(w->ctx->mm);
 	if (!w->vma || from < w->vma->vm_start || from >= w->vma->vm_end) {
 		w->vma = vma_lookup(w->ctx->mm, from);
 		if (!w->vma || mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma))

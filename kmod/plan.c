@@ -65,6 +65,7 @@ static bool mpp_vma_locked(struct vm_area_struct *vma)
 int mpp_check_vma(const struct mpp_identity *id, u32 flags,
 		  struct vm_area_struct *vma)
 {
+	mmap_assert_locked(vma->vm_mm);
 	if (vma->vm_flags & (VM_IO | VM_PFNMAP))
 		return -EINVAL;
 	if (mpp_vma_is_secretmem(vma))
@@ -176,6 +177,7 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 	struct mm_struct *mm = req->mm;
 	unsigned long addr = range->start;
 
+	mmap_assert_locked(mm);
 	range->first_seg = plan->nr_segs;
 	while (addr < range->end) {
 		struct vm_area_struct *vma = vma_lookup(mm, addr);

@@ -94,6 +94,7 @@ bool mpp_policy_vma_nodes(const struct mpp_placement *place,
 {
 	const struct mempolicy *pol = vma->vm_policy;
 
+	mmap_assert_locked(vma->vm_mm);
 	if (pol)
 		return mpp_policy_nodes(place, pol->mode, pol->home_node,
 					&pol->nodes, nodes);

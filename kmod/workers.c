@@ -131,11 +131,13 @@ void mpp_kill(struct mpp_request *req)
  * mpp_crew_done() - are all the workers of @req done?
  * @req: the request
  *
- * Return: true when none is still at work.
+ * Return: true when none is still at work; then what they wrote of the
+ * request's outcome is seen (the acquire pairs with the full barrier of
+ * each worker's atomic_dec_and_test()).
  */
 bool mpp_crew_done(struct mpp_request *req)
 {
-	return !atomic_read(&req->crew.active);
+	return !atomic_read_acquire(&req->crew.active);
 }
 
 /*
