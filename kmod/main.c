@@ -219,14 +219,32 @@ static struct mpp_request *mpp_file_take_left(struct mpp_file *f)
 	return req;
 }
 
+/* The calls left by the calling process's threads are cancelled */
+static void mpp_file_cancel_left(struct mpp_file *f)
+{
+	struct mpp_left *l, *tmp;
+	LIST_HEAD(gone);
+
+	spin_lock(&f->lock);
+	list_for_each_entry_safe(l, tmp, &f->left, node)
+		if (l->req->tgid == task_tgid(current))
+			list_move(&l->node, &gone);
+	spin_unlock(&f->lock);
+	mpp_left_let_go(&gone);
+}
+
 /*
  * The calling thread leaves @req for a signal: kept on the file to be
  * resumed (its workers go on meanwhile, or stop with its process), else,
  * without memory to keep it, let go. Calls left by threads that have
- * exited since are let go.
+ * exited since are let go. Where another thread of the process closed its
+ * last descriptor of @file meanwhile, whose flush found nothing left, the
+ * process's left calls are cancelled as that close would have: looked at
+ * once @req is on the list, so that a close after finds it there.
  */
-static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
+static void mpp_file_leave(struct file *file, struct mpp_request *req)
 {
+	struct mpp_file *f = file->private_data;
 	struct mpp_left *l, *old, *tmp;
 	LIST_HEAD(gone);
 
@@ -244,6 +262,8 @@ static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
 	list_add(&l->node, &f->left);
 	spin_unlock(&f->lock);
 	mpp_left_let_go(&gone);
+	if (!mpp_file_held(file))
+		mpp_file_cancel_left(f);
 }
 
 /*
@@ -254,31 +274,17 @@ static void mpp_file_leave(struct mpp_file *f, struct mpp_request *req)
  * was killed, or -ERESTARTNOINTR when it has another signal to take
  * first: @req stays left on the file meanwhile.
  */
-static int mpp_file_give_up_left(struct mpp_file *f, struct mpp_request *req)
+static int mpp_file_give_up_left(struct file *file, struct mpp_request *req)
 {
 	int ret = 0;
 
 	if (req->mm == current->mm)
 		ret = mpp_populate_abandon(req);
 	if (ret == -ERESTARTNOINTR)
-		mpp_file_leave(f, req);
+		mpp_file_leave(file, req);
 	else
 		mpp_file_let_go(req, true);
 	return ret;
-}
-
-/* The calls left by the calling process's threads are cancelled */
-static void mpp_file_cancel_left(struct mpp_file *f)
-{
-	struct mpp_left *l, *tmp;
-	LIST_HEAD(gone);
-
-	spin_lock(&f->lock);
-	list_for_each_entry_safe(l, tmp, &f->left, node)
-		if (l->req->tgid == task_tgid(current))
-			list_move(&l->node, &gone);
-	spin_unlock(&f->lock);
-	mpp_left_let_go(&gone);
 }
 
 /*
@@ -315,7 +321,7 @@ static long memprepop_ioctl_populate(struct file *file, void __user *uarg,
 		goto out_sync;
 	}
 	if (req) {
-		ret = mpp_file_give_up_left(f, req);
+		ret = mpp_file_give_up_left(file, req);
 		req = NULL;
 		if (ret == -ERESTARTNOINTR)
 			goto out_release;
@@ -351,7 +357,7 @@ out_sync:
 	mpp_pools_trim(&f->pools);
 	/* Nothing written: the call goes on once the signal is taken */
 	if (ret == -ERESTARTNOINTR) {
-		mpp_file_leave(f, req);
+		mpp_file_leave(file, req);
 		goto out_release;
 	}
 out_end:
