@@ -990,13 +990,31 @@ static long kpageflags_count(const char *p, size_t len, uint64_t mask)
  */
 static bool drain_all_cpus(void)
 {
-	int fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+	int cpu = sched_getcpu(), fd;
+	cpu_set_t was, one;
 	bool ok;
 
-	if (fd < 0)
+	/*
+	 * Compaction then migrates pages, and puts those it moved in the
+	 * batch of the CPU it runs on, this thread's: a madvise() populate on
+	 * that CPU drains it (mm/gup.c faultin_page_range())
+	 */
+	if (cpu < 0 || sched_getaffinity(0, sizeof(was), &was))
 		return false;
-	ok = write(fd, "1", 1) == 1;
-	close(fd);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		return false;
+	fd = open("/proc/sys/vm/compact_memory", O_WRONLY);
+	ok = fd >= 0 && write(fd, "1", 1) == 1;
+	if (fd >= 0)
+		close(fd);
+	if (ok) {
+		static char page[1 << 16] __attribute__((aligned(1 << 16)));
+
+		ok = !madvise_populate_write(page, page_size());
+	}
+	sched_setaffinity(0, sizeof(was), &was);
 	return ok;
 }
 

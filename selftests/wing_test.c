@@ -1780,8 +1780,17 @@ static void racing_close_child(bool background)
 	holder = fork();
 	if (holder < 0)
 		_exit(2);
-	if (!holder)
+	if (!holder) {
+		/* Gone with its parent, whatever way that ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(2);
+		close(go[1]);
+		close(rep[0]);
 		other_holder(r.fd, go[0], rep[1]);
+	}
+	close(go[0]);
+	close(rep[1]);
 	uffd = uffd_arm(page, ps, 0);
 	if (uffd < 0) {
 		kill(holder, SIGKILL);
