@@ -5,9 +5,11 @@
  * (progress_bar() says so), what the command made is undone, one line
  * says so and the exit status is 128 + the signal, as a shell reports a
  * command the signal ended. A second signal ends it at once, after the
- * undo hook only; the same signal again within REPEAT_NS of the first is
- * that one sent twice, not a second: timeout(1) sends it to the process
- * and then to its process group.
+ * undo hook only; the same signal again is that one sent twice, not a
+ * second, from the same process within SAME_SENDER_NS of the first
+ * (timeout(1) sends it to the process and then to its process group, and
+ * this thread may take the second long after it was sent, its CPUs busy
+ * populating) or from any sender within REPEAT_NS.
  *
  * A handler would not do: the calling thread sleeps in the module's ioctl,
  * where only a fatal signal wakes it, so a handler would run only once the
@@ -16,6 +18,7 @@
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +28,8 @@
 
 /* A repeat of the first signal this soon after it is the first, sent twice */
 #define REPEAT_NS	50000000LL
+/* ... and this soon when the same process sent both (kill(2), sigqueue(3)) */
+#define SAME_SENDER_NS	1000000000LL
 
 static volatile sig_atomic_t first_signal;
 static void (*undo_now)(void);
@@ -37,21 +42,42 @@ static long long monotonic_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The process that sent @si, or 0: the kernel (a terminal), or unknown */
+static pid_t signal_sender(const siginfo_t *si)
+{
+	return si->si_code == SI_USER || si->si_code == SI_QUEUE ?
+	       si->si_pid : 0;
+}
+
+/* Is @si, taken @ns after the first signal from @first_pid, that one again? */
+static bool signal_repeated(const siginfo_t *si, long long ns, pid_t first_pid)
+{
+	pid_t pid = signal_sender(si);
+
+	if (si->si_signo != first_signal)
+		return false;
+	return ns < REPEAT_NS || (pid && pid == first_pid && ns < SAME_SENDER_NS);
+}
+
 static void *signal_thread(void *arg)
 {
 	const sigset_t *set = arg;
 	long long first_ns = 0;
+	pid_t first_pid = 0;
+	siginfo_t si;
 	int sig;
 
 	for (;;) {
-		if (sigwait(set, &sig))
+		sig = sigwaitinfo(set, &si);
+		if (sig < 0)
 			continue;
 		if (!first_signal) {
 			first_ns = monotonic_ns();
+			first_pid = signal_sender(&si);
 			first_signal = sig;
 			continue;
 		}
-		if (sig == first_signal && monotonic_ns() - first_ns < REPEAT_NS)
+		if (signal_repeated(&si, monotonic_ns() - first_ns, first_pid))
 			continue;
 		if (undo_now)
 			undo_now();
