@@ -343,7 +343,8 @@ struct mpp_partial {
  * struct mpp_outcome - how far a request got (outcome.c)
  * @lock: protects the ranges' @stop_at and @err, and @partial
  * @abort_err: why the call was stopped other than by a failure in a range:
- *	-ECANCELED through @control, -EFAULT for a bad @control
+ *	-ECANCELED through @control or by a close of its process while a
+ *	thread of it reaped it (main.c), -EFAULT for a bad @control
  * @bytes_done: bytes populated so far
  * @partial: per chunk that a kill interrupted, where it stopped: one per
  *	thread at most, @max_partial
@@ -475,6 +476,7 @@ void mpp_crew_destroy(struct mpp_crew *crew);
 unsigned int mpp_crew_size(struct mpp_request *req);
 int mpp_crew_start(struct mpp_request *req, struct mpp_pools *pools);
 void mpp_kill(struct mpp_request *req);
+void mpp_abort(struct mpp_request *req, int err);
 void mpp_notify(struct mpp_request *req);
 void mpp_notify_detach(struct mpp_request *req);
 bool mpp_crew_done(struct mpp_request *req);

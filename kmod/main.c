@@ -27,14 +27,15 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
 
 /**
  * struct mpp_file - an open /dev/memprepop
- * @lock: protects @bg, @busy, @claimer, @cancel_start and @left
+ * @lock: protects @bg, @busy, @claimer, @closed and @left
  * @bg: its background request, until reaped
  * @busy: a thread is starting or reaping @bg, without @lock: another one
  *	gets -EBUSY rather than wait for it (it may be a userfaultfd handler
  *	the first one waits for)
  * @claimer: while @busy, the process of that thread, compared only
- * @cancel_start: that process closed a descriptor of the file while its
- *	thread started a background request: given up once started
+ * @closed: that process closed a descriptor of the file while its thread
+ *	started or reaped a background request: what the thread leaves on
+ *	the file is given up
  * @left: synchronous calls their threads left for a signal, to resume
  *	when the call is made again (struct mpp_left)
  * @poll_wq: poll() waits here for @bg to want its caller
@@ -42,11 +43,11 @@ static bool memprepop_cmd_is(unsigned int cmd, unsigned int want)
  *	kept between its calls (pool.c)
  */
 struct mpp_file {
-	spinlock_t lock;	/* @bg, @busy, @claimer, @cancel_start, @left */
+	spinlock_t lock;	/* @bg, @busy, @claimer, @closed, @left */
 	struct mpp_request *bg;
 	bool busy;
 	struct pid *claimer;
-	bool cancel_start;
+	bool closed;
 	struct list_head left;
 	struct wait_queue_head poll_wq;
 	struct mpp_pools pools;
@@ -159,7 +160,7 @@ static int mpp_file_claim(struct mpp_file *f, bool want_bg)
  * process closed a descriptor of the file for meanwhile is given up, as
  * the close would have given it up had it been on the file. @closed: the
  * process closed its last one before the claim, where the close saw no
- * claim (mpp_file_held()); a close after it sets @cancel_start.
+ * claim (mpp_file_held()); a close during the claim sets the file's.
  */
 static void mpp_file_release_claim(struct mpp_file *f,
 				   struct mpp_request *req, bool closed)
@@ -167,11 +168,11 @@ static void mpp_file_release_claim(struct mpp_file *f,
 	struct mpp_request *gone = NULL;
 
 	spin_lock(&f->lock);
-	if (f->cancel_start || closed) {
+	if (f->closed || closed) {
 		gone = req;
 		req = NULL;
 	}
-	f->cancel_start = false;
+	f->closed = false;
 	f->bg = req;
 	f->busy = false;
 	spin_unlock(&f->lock);
@@ -465,17 +466,17 @@ static int memprepop_flush(struct file *file, fl_owner_t id)
 
 	spin_lock(&f->lock);
 	req = f->bg;
-	if (req && req->tgid == task_tgid(current)) {
-		if (f->busy) {
-			/* Its reaper sees it cancelled, and lets it go */
-			mpp_kill(req);
-		} else {
-			orphan = req;
-			f->bg = NULL;
-		}
-	} else if (!req && f->busy && f->claimer == task_tgid(current)) {
-		/* One its thread is starting: given up once started */
-		f->cancel_start = true;
+	if (f->busy && f->claimer == task_tgid(current)) {
+		/*
+		 * One its thread starts or reaps: cancelled, and given up
+		 * when the claim ends unless reaped by then
+		 */
+		f->closed = true;
+		if (req)
+			mpp_abort(req, -ECANCELED);
+	} else if (req && req->tgid == task_tgid(current)) {
+		orphan = req;
+		f->bg = NULL;
 	}
 	spin_unlock(&f->lock);
 	mpp_file_let_go(orphan, true);

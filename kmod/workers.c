@@ -128,6 +128,17 @@ void mpp_kill(struct mpp_request *req)
 }
 
 /**
+ * mpp_abort() - as mpp_kill(), with @err the outcome's error
+ * @req: the request
+ * @err: the negative errno of what it stopped for, unless it has one
+ */
+void mpp_abort(struct mpp_request *req, int err)
+{
+	cmpxchg(&req->out.abort_err, 0, err);
+	mpp_kill(req);
+}
+
+/**
  * mpp_crew_done() - are all the workers of @req done?
  * @req: the request
  *

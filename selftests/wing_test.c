@@ -1758,6 +1758,43 @@ static void other_holder(int fd, int go, int report)
 	_exit(write(report, &ret, sizeof(ret)) == sizeof(ret) ? 0 : 2);
 }
 
+/*
+ * Forks other_holder() on @fd, gone with its parent whatever way that
+ * ends: its pid, or -1; the pipe to tell it to go in *@go, the one it
+ * reports on in *@report
+ */
+static pid_t fork_other_holder(int fd, int *go, int *report)
+{
+	int g[2], r[2];
+	pid_t pid;
+
+	if (pipe(g))
+		return -1;
+	if (pipe(r)) {
+		close(g[0]);
+		close(g[1]);
+		return -1;
+	}
+	pid = fork();
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(2);
+		close(g[1]);
+		close(r[0]);
+		other_holder(fd, g[0], r[1]);
+	}
+	close(g[0]);
+	close(r[1]);
+	*go = g[1];
+	*report = r[0];
+	if (pid < 0) {
+		close(g[1]);
+		close(r[0]);
+	}
+	return pid;
+}
+
 static void racing_close_child(bool background)
 {
 	size_t len = 32 * MiB, ps = page_size();
@@ -1766,31 +1803,20 @@ static void racing_close_child(bool background)
 	struct memprepop_populate *args = (void *)src;
 	struct pollfd pfd = { .events = POLLIN };
 	struct racer r = { .fd = open_dev() };
-	int go[2], rep[2], other = -1, uffd, left, status;
+	int go, rep, other = -1, uffd, left, status;
 	struct uffdio_copy copy;
 	struct uffd_msg msg;
 	pthread_t t;
 	pid_t holder;
 
-	if (!p || !page || !src || r.fd < 0 || pipe(go) || pipe(rep))
+	if (!p || !page || !src || r.fd < 0)
 		_exit(2);
 	args->addr = (uintptr_t)p;
 	args->len = len;
 	args->flags = background ? MEMPREPOP_F_BACKGROUND : 0;
-	holder = fork();
+	holder = fork_other_holder(r.fd, &go, &rep);
 	if (holder < 0)
 		_exit(2);
-	if (!holder) {
-		/* Gone with its parent, whatever way that ends */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() == 1)
-			_exit(2);
-		close(go[1]);
-		close(rep[0]);
-		other_holder(r.fd, go[0], rep[1]);
-	}
-	close(go[0]);
-	close(rep[1]);
 	uffd = uffd_arm(page, ps, 0);
 	if (uffd < 0) {
 		kill(holder, SIGKILL);
@@ -1813,8 +1839,8 @@ static void racing_close_child(bool background)
 		_exit(2);
 	pthread_join(t, NULL);
 	left = own_workers();
-	if (write(go[1], "x", 1) != 1 ||
-	    !read_within(rep[0], &other, sizeof(other), 60))
+	if (write(go, "x", 1) != 1 ||
+	    !read_within(rep, &other, sizeof(other), 60))
 		other = -ETIMEDOUT;
 	waitpid(holder, &status, 0);
 	dprintf(1, "# %s call through a descriptor closed meanwhile: %s, %llu of %zu populated; %d workers of the process left after it; the other holder's background start: %s\n",
@@ -1848,6 +1874,147 @@ TEST_F_TIMEOUT(racing_close, call_racing_a_close_leaves_nothing, SLOW)
 		SKIP(return, "no userfaultfd");
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_TRUE(workers_gone(30));
+}
+
+/*
+ * A close of a descriptor of the file by the process whose background
+ * request a thread of it is reaping (the file's flush, main.c): the
+ * request is cancelled and given up when that reap ends, whatever way it
+ * ends. Here the reap is MEMPREPOP_WAIT_NOHANG, which faults the request's
+ * page armed for userfaultfd (the close is made while it waits for the
+ * handler) and then finds the workers still in READs the FUSE server
+ * holds: EAGAIN. A child holds the file: its own background start must
+ * succeed (before, the request went back on the file, and the child got
+ * EBUSY, and EPERM from a wait, for as long as the closer lived), and its
+ * wait reap its own request. The close waits for the process's workers,
+ * which wait for the READs: it is made by a thread of its own, and the
+ * handler answers once that thread waits in it.
+ */
+struct reaper {
+	int fd;
+	int ret;
+	int result;
+	pid_t tid;
+	int closed;
+};
+
+static void *nohang_reap(void *arg)
+{
+	struct reaper *r = arg;
+
+	r->ret = bg_wait(r->fd, MEMPREPOP_WAIT_NOHANG, &r->result);
+	return NULL;
+}
+
+static void *close_dev(void *arg)
+{
+	struct reaper *r = arg;
+
+	__atomic_store_n(&r->tid, gettid(), __ATOMIC_SEQ_CST);
+	r->closed = close(r->fd) ? -errno : 0;
+	return NULL;
+}
+
+/* Is thread @tid of this process asleep (S or D) within @secs? */
+static bool thread_sleeps(pid_t tid, double secs)
+{
+	double t0 = now();
+	char path[64], stat[512], *s;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	do {
+		memset(stat, 0, sizeof(stat));
+		if (tid > 0 && read_file(path, stat, sizeof(stat) - 1) > 0) {
+			s = strrchr(stat, ')');
+			if (s && (s[2] == 'S' || s[2] == 'D'))
+				return true;
+		}
+		usleep(10 * 1000);
+	} while (now() - t0 < secs);
+	return false;
+}
+
+TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
+{
+	size_t len = 16 * MiB, ps = page_size();
+	struct memprepop_populate req = { 0 };
+	struct memprepop_range r[2] = { 0 };
+	struct pollfd pfd = { .events = POLLIN };
+	struct reaper rp = { .ret = 1, .closed = 1 };
+	int go, rep, uffd, other = 1, status;
+	struct uffdio_copy copy;
+	struct uffd_msg msg;
+	pthread_t reap, closer;
+	char *p, *page, *src;
+	pid_t holder;
+	double t0;
+
+	RETURN_IF_SKIPPED();
+	ASSERT_TRUE(workers_gone(30));
+	p = map_fuse(&self->s, 3, len);
+	page = map_anon(ps);
+	src = calloc(1, ps);
+	ASSERT_TRUE(p && page && src);
+	uffd = uffd_arm(page, ps, 0);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd");
+	rp.fd = open_dev();
+	ASSERT_LE(0, rp.fd);
+	holder = fork_other_holder(rp.fd, &go, &rep);
+	ASSERT_LE(0, holder);
+	self->pids[self->nr++] = holder;
+
+	fuse_hold(&self->s, 0);
+	r[0] = (struct memprepop_range) { .addr = (uintptr_t)page, .len = ps };
+	r[1] = (struct memprepop_range) { .addr = (uintptr_t)p, .len = len };
+	req.ranges = (uintptr_t)r;
+	req.nr_ranges = 2;
+	req.range_size = sizeof(r[0]);
+	req.flags = MEMPREPOP_F_BACKGROUND;
+	ASSERT_EQ(0, ioctl(rp.fd, MEMPREPOP_IOC_POPULATE, &req));
+	/* Its workers wait in READs held until released */
+	t0 = now();
+	while (!self->s.reads && now() - t0 < 30)
+		usleep(10 * 1000);
+	ASSERT_LT(0, self->s.reads);
+
+	ASSERT_EQ(0, pthread_create(&reap, NULL, nohang_reap, &rp));
+	pfd.fd = uffd;
+	ASSERT_EQ(1, poll(&pfd, 1, 30 * 1000));
+	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
+	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
+	/* The reaper waits for the page: its process closes the file */
+	ASSERT_EQ(0, pthread_create(&closer, NULL, close_dev, &rp));
+	t0 = now();
+	while (!__atomic_load_n(&rp.tid, __ATOMIC_SEQ_CST) && now() - t0 < 10)
+		usleep(1000);
+	ASSERT_TRUE(thread_sleeps(rp.tid, 30));
+	copy = (struct uffdio_copy) {
+		.dst = (uintptr_t)page, .src = (uintptr_t)src, .len = ps,
+	};
+	ASSERT_EQ(0, ioctl(uffd, UFFDIO_COPY, &copy));
+	pthread_join(reap, NULL);
+
+	ASSERT_EQ(1, write(go, "x", 1));
+	if (!read_within(rep, &other, sizeof(other), 60))
+		other = -ETIMEDOUT;
+	TH_LOG("%u READs held; the reap of a request whose process closed the file meanwhile: %s; the other holder's background start: %s",
+	       self->s.nr_held, strerror(-rp.ret), strerror(-other));
+	EXPECT_EQ(-EAGAIN, rp.ret);
+	EXPECT_EQ(0, other);
+
+	fuse_release_reads(&self->s);
+	pthread_join(closer, NULL);
+	EXPECT_EQ(0, rp.closed);
+	EXPECT_LE(0, wait_pid(holder, 60, &status, 0));
+	self->nr--;
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("holder: status %#x", status);
+	EXPECT_TRUE(workers_gone(30));
+	close(uffd);
+	munmap(p, len);
+	munmap(page, ps);
+	free(src);
 }
 
 /*

@@ -214,7 +214,8 @@ struct memprepop_populate {
  * The module writes @done until the call returns, or, in the background,
  * until the request is reaped or its file released: once close() of the
  * file's last descriptor has returned, or MEMPREPOP_IOC_WAIT has, the
- * structure may be freed.
+ * structure may be freed (a MEMPREPOP_IOC_WAIT in progress at that close
+ * writes it until it returns).
  */
 struct memprepop_control {
 	__u64 done;
@@ -291,7 +292,9 @@ struct memprepop_control {
  *   @node_pages or @ranges is not accessible;
  * - EHWPOISON: a page is hardware poisoned;
  * - EINTR: a fatal signal arrived;
- * - ECANCELED: cancelled through @control;
+ * - ECANCELED: cancelled through @control (or, in the background, by the
+ *   close of a descriptor of the file by the request's process while a
+ *   thread of it reaps the request);
  * - EBUSY: %MEMPREPOP_F_BACKGROUND while the file has a background request
  *   not yet reaped, or while another thread starts one on it;
  * - EBADF: @eventfd is not an eventfd descriptor.
