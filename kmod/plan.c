@@ -85,13 +85,37 @@ int mpp_check_vma(const struct mpp_identity *id, u32 flags,
  * struct mpp_planner - what planning has used up so far
  * @cap: segments allocated in &mpp_plan.segs
  * @len: bytes planned over all ranges, overlaps counted again
- * @steps: mappings looked at, for rescheduling and fatal signals
+ * @steps: mappings looked at, for letting go of mmap_lock
  */
 struct mpp_planner {
 	unsigned int cap;
 	u64 len;
 	unsigned long steps;
 };
+
+/* Mappings looked up under one hold of mmap_lock */
+#define MPP_PLAN_STEPS		64
+
+/*
+ * Every %MPP_PLAN_STEPS mappings looked up (overlapping ranges look at
+ * theirs again, without bound but %MEMPREPOP_PLAN_LEN_MAX), the walk lets
+ * go of mmap_lock, so that the process's own munmap(), and those who read
+ * its /proc files after it, wait no longer than that: the mappings may
+ * change meanwhile, as they may once the plan is made, and each fault
+ * looks at its mapping again. Returns 0 with the lock held, or -EINTR
+ * without it: a fatal signal.
+ */
+static int mpp_plan_step(struct mm_struct *mm, struct mpp_planner *pl)
+{
+	mmap_assert_locked(mm);
+	if (++pl->steps % MPP_PLAN_STEPS)
+		return 0;
+	mmap_read_unlock(mm);
+	cond_resched();
+	if (fatal_signal_pending(current) || mmap_read_lock_killable(mm))
+		return -EINTR;
+	return 0;
+}
 
 /*
  * Nothing of @range at or above @addr is planned. Before any thread works,
@@ -168,7 +192,8 @@ static int mpp_add_segment(struct mpp_plan *plan, struct mpp_planner *pl,
  * ends the range's plan there, and the range is stopped at that address
  * with madvise's errno for it: everything below is still populated. A hole
  * does the same, with ENOMEM, as madvise's populate (since 6.9) stops at
- * the first. Returns 0, -EINTR, -E2BIG or -ENOMEM.
+ * the first. Returns 0, -E2BIG or -ENOMEM with mmap_lock held, or -EINTR
+ * without it (mpp_plan_step()).
  */
 static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 			  struct mpp_planner *pl)
@@ -180,18 +205,17 @@ static int mpp_plan_range(struct mpp_request *req, struct mpp_range *range,
 	mmap_assert_locked(mm);
 	range->first_seg = plan->nr_segs;
 	while (addr < range->end) {
-		struct vm_area_struct *vma = vma_lookup(mm, addr);
+		struct vm_area_struct *vma;
 		unsigned long end;
 		nodemask_t nodes;
 		bool by_cpu;
 		int err;
 
 		/* The mappings of one range may be many; the ranges too */
-		if (++pl->steps % 64 == 0) {
-			if (fatal_signal_pending(current))
-				return -EINTR;
-			cond_resched();
-		}
+		err = mpp_plan_step(mm, pl);
+		if (err)
+			return err;
+		vma = vma_lookup(mm, addr);
 		/* A hole ends it, as madvise's populate ends at one */
 		if (!vma) {
 			mpp_plan_stop(range, addr, -ENOMEM);
@@ -288,12 +312,12 @@ int mpp_plan_make(struct mpp_request *req)
 
 		if (!range->bad)
 			ret = mpp_plan_range(req, range, &pl);
-		if (!ret && ++pl.steps % 64 == 0) {
-			if (fatal_signal_pending(current))
-				ret = -EINTR;
-			cond_resched();
-		}
+		if (!ret)
+			ret = mpp_plan_step(req->mm, &pl);
 	}
+	/* A fatal signal stopped the walk, mmap_lock already let go of */
+	if (ret == -EINTR)
+		return ret;
 	mmap_read_unlock(req->mm);
 	if (!ret)
 		mpp_plan_chunks(&req->plan, pl.len);

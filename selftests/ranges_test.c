@@ -7,6 +7,9 @@
  */
 #define _GNU_SOURCE
 #include <numa.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "memprepop_test.h"
@@ -261,6 +264,97 @@ TEST_F_TIMEOUT(ranges, unordered_and_overlapping, SLOW)
 	EXPECT_EQ(len + len / 4 * 3, req.populated);
 	EXPECT_EQ(len / page_size(), present_pages(p, len));
 	munmap(p, len);
+}
+
+/*
+ * Overlapping ranges over many mappings: planning looks at each range's
+ * mappings again, bounded only by the bytes planned. It must let go of
+ * mmap_lock as it goes, as madvise() of each range does between ranges
+ * (and within one, at each fault): else the process's own munmap() waits
+ * for the whole walk, and every reader of its /proc files behind that.
+ * A child plans MPP_WALK_RANGES ranges, each over the same
+ * MPP_WALK_MAPPINGS mappings of one page (every other one MADV_DONTFORK:
+ * mappings the kernel keeps apart, which plan alike), a walk of 10^9
+ * mappings; 1 s in, a thread of it maps and unmaps a page ten times
+ * (mmap_lock for writing): the slowest must take less than 1 s. Before,
+ * the first waited for the whole walk (minutes). The child is killed
+ * then: the call would go on for minutes.
+ */
+#define MPP_WALK_RANGES		65536
+#define MPP_WALK_MAPPINGS	16384
+
+struct walk_call {
+	int fd;
+	struct memprepop_range *r;
+};
+
+static void *walk_call(void *arg)
+{
+	struct walk_call *c = arg;
+	struct memprepop_populate req;
+
+	ioc_ranges(c->fd, c->r, MPP_WALK_RANGES, &req);
+	return NULL;
+}
+
+static void walk_child(int fd, int report)
+{
+	size_t ps = page_size(), len = MPP_WALK_MAPPINGS * ps;
+	struct walk_call c = { .fd = fd };
+	double slowest = 0;
+	pthread_t t;
+	char *p;
+
+	c.r = calloc(MPP_WALK_RANGES, sizeof(*c.r));
+	p = map_anon(len);
+	if (!c.r || !p)
+		_exit(2);
+	for (size_t i = 1; i < MPP_WALK_MAPPINGS; i += 2)
+		if (madvise(p + i * ps, ps, MADV_DONTFORK))
+			_exit(2);
+	for (unsigned int i = 0; i < MPP_WALK_RANGES; i++)
+		c.r[i] = (struct memprepop_range){ .addr = (uintptr_t)p,
+						   .len = len };
+	if (pthread_create(&t, NULL, walk_call, &c))
+		_exit(2);
+	usleep(1000 * 1000);
+	for (int i = 0; i < 10; i++) {
+		double t0 = now();
+		void *q = mmap(NULL, ps, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (q == MAP_FAILED || munmap(q, ps))
+			_exit(2);
+		if (now() - t0 > slowest)
+			slowest = now() - t0;
+	}
+	_exit(write(report, &slowest, sizeof(slowest)) == sizeof(slowest) ?
+	      0 : 2);
+}
+
+TEST_F_TIMEOUT(ranges, planning_lets_go_of_mmap_lock, SLOW)
+{
+	double slowest = -1;
+	int rep[2], status;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(rep));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(rep[0]);
+		walk_child(self->fd, rep[1]);
+	}
+	close(rep[1]);
+	if (!read_within(rep[0], &slowest, sizeof(slowest), 60))
+		slowest = -1;
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	TH_LOG("%d ranges over the same %d mappings: the slowest of 10 mmap()+munmap() beside the call took %.3f s (-1: none in 60 s)",
+	       MPP_WALK_RANGES, MPP_WALK_MAPPINGS, slowest);
+	EXPECT_LE(0, slowest);
+	EXPECT_GT(1.0, slowest);
+	close(rep[0]);
 }
 
 /* Every misuse of the array fails the call before anything is faulted */
