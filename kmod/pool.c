@@ -26,6 +26,7 @@
  * Every thread is in one state (enum mpp_thread_state) under the pools'
  * lock, which is the file's.
  */
+#include <linux/cred.h>
 #include <linux/lockdep.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -87,6 +88,9 @@ enum mpp_thread_state {
  * @nid: the node it was created on
  * @place: where its faults place pages without a VMA policy: it keeps
  *	its creator's task policy
+ * @cred: its creator's credentials when it was created, which it keeps as
+ *	its own: those signals, ptrace and its /proc files are checked
+ *	against (it faults with its caller's, mpp_identity_enter())
  * @state: where it is, under &mpp_pools.lock
  * @held: a crew holds it, which starts it; a dead thread still held is
  *	stopped by the crew
@@ -101,6 +105,7 @@ struct mpp_thread {
 	struct mpp_pool *pool;
 	int nid;
 	struct mpp_placement place;
+	const struct cred *cred;
 	enum mpp_thread_state state;
 	bool held;
 	const struct mpp_work_ops *ops;
@@ -174,13 +179,40 @@ static void mpp_thread_stop(struct mpp_thread *t)
 	t->pool->nr--;
 	spin_unlock(&pools->lock);
 	mpp_vtask_stop(t->task);
+	put_cred(t->cred);
 	kfree(t);
 	wake_up_all(&pools->wq);
 }
 
 /*
- * A thread of @pool held by no crew that is dead, or with @idle idle, taken
- * to be stopped
+ * Is a thread created with @have, as its own credentials, what one the
+ * calling thread creates now would be to signals, ptrace and /proc: the
+ * same ids, user namespace and capabilities? (Not its security module's
+ * label, which only the same credentials tell.) A process that changed
+ * its credentials (setresuid() by each of its threads, say, which gives
+ * each its own) does not have its threads created before kept: else one
+ * could stay signallable by whoever could signal the process before.
+ */
+static bool mpp_cred_alike(const struct cred *have)
+{
+	const struct cred *want = current_cred();
+
+	return have == want ||
+	       (uid_eq(have->uid, want->uid) && uid_eq(have->euid, want->euid) &&
+		uid_eq(have->suid, want->suid) &&
+		uid_eq(have->fsuid, want->fsuid) &&
+		gid_eq(have->gid, want->gid) && gid_eq(have->egid, want->egid) &&
+		gid_eq(have->sgid, want->sgid) &&
+		gid_eq(have->fsgid, want->fsgid) &&
+		have->user_ns == want->user_ns &&
+		cap_isidentical(have->cap_permitted, want->cap_permitted) &&
+		cap_isidentical(have->cap_effective, want->cap_effective));
+}
+
+/*
+ * A thread of @pool held by no crew that is dead, or idle and, unless
+ * @idle, created with other credentials than the caller's, taken to be
+ * stopped
  */
 static struct mpp_thread *mpp_pool_take_stoppable(struct mpp_pools *pools,
 						  struct mpp_pool *pool,
@@ -191,7 +223,8 @@ static struct mpp_thread *mpp_pool_take_stoppable(struct mpp_pools *pools,
 	lockdep_assert_held(&pools->lock);
 	list_for_each_entry(t, &pool->threads, node) {
 		if (t->held || (t->state != MPP_THREAD_DEAD &&
-				(!idle || t->state != MPP_THREAD_IDLE)))
+				(t->state != MPP_THREAD_IDLE ||
+				 (!idle && mpp_cred_alike(t->cred)))))
 			continue;
 		t->held = true;
 		return t;
@@ -199,7 +232,10 @@ static struct mpp_thread *mpp_pool_take_stoppable(struct mpp_pools *pools,
 	return NULL;
 }
 
-/* Stop every thread of @pool that is dead now, or with @idle idle */
+/*
+ * Stop every thread of @pool that is dead now, or idle: with @idle every
+ * one, else those the caller would not have created (mpp_cred_alike())
+ */
 static void mpp_pool_stop_idle(struct mpp_pools *pools, struct mpp_pool *pool,
 			       bool idle)
 {
@@ -221,7 +257,8 @@ static void mpp_pool_stop_idle(struct mpp_pools *pools, struct mpp_pool *pool,
  *
  * In the caller's context. The pool's threads killed with the process's
  * threads (by an exec) are stopped first, and, where its mm is not the
- * caller's (it has exec'd since), its idle ones too.
+ * caller's (it has exec'd since), its idle ones too, else its idle ones
+ * created with other credentials than the caller's (mpp_cred_alike()).
  *
  * A pool is added only for a process that holds a descriptor of the file:
  * the call may have begun before another thread of it closed its last one,
@@ -272,12 +309,17 @@ struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 	return pool;
 }
 
-/* Does idle @t place pages as the calling thread, with @place, would? */
+/*
+ * Is idle @t what the calling thread would create, placing pages as it
+ * does with @place?
+ */
 static bool mpp_thread_serves(const struct mpp_thread *t,
 			      const struct mpp_placement *place)
 {
 	const struct mpp_placement *have = &t->place;
 
+	if (!mpp_cred_alike(t->cred))
+		return false;
 	if (place->by_cpu || have->by_cpu)
 		return place->by_cpu == have->by_cpu;
 	return have->mode == place->mode && have->flags == place->flags &&
@@ -436,6 +478,7 @@ struct mpp_thread *mpp_thread_create(struct mpp_pools *pools,
 	t->pool = pool;
 	t->nid = nid;
 	t->place = *place;
+	t->cred = get_current_cred();
 	t->state = MPP_THREAD_HELD;
 	t->held = true;
 	task = mpp_vtask_create(mpp_thread_fn, mpp_thread_killed, t, nid,
@@ -449,6 +492,7 @@ struct mpp_thread *mpp_thread_create(struct mpp_pools *pools,
 	return t;
 
 out_free:
+	put_cred(t->cred);
 	kfree(t);
 out_unreserve:
 	spin_lock(&pools->lock);

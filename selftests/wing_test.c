@@ -150,6 +150,30 @@ static void log_tasks(struct __test_metadata *_metadata, const char *what,
 	closedir(d);
 }
 
+/*
+ * Forks a child that runs @fn with the write end of a pipe, to report on
+ * (it never returns): the child's pid, or -1; the read end in *@rd
+ */
+static pid_t fork_reporting(void (*fn)(int report), int *rd)
+{
+	int rep[2];
+	pid_t pid;
+
+	if (pipe(rep))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(rep[0]);
+		fn(rep[1]);
+		_exit(2);
+	}
+	close(rep[1]);
+	*rd = rep[0];
+	if (pid < 0)
+		close(rep[0]);
+	return pid;
+}
+
 /* Becomes @uid for good, /proc/self still its own: 0, or -1 */
 static int become_uid(uid_t uid)
 {
@@ -2191,20 +2215,14 @@ static void left_child(int rep)
 TEST_F_TIMEOUT(wing, call_left_by_longjmp_stops_at_the_next_call, SLOW)
 {
 	long res[4] = { -1, -1, -1, -1 }, total = 1024 * MiB / page_size();
-	int rep[2], status;
+	int rd, status;
 	pid_t pid;
 
 	ASSERT_TRUE(workers_gone(30));
-	ASSERT_EQ(0, pipe(rep));
-	pid = fork();
+	pid = fork_reporting(left_child, &rd);
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		close(rep[0]);
-		left_child(rep[1]);
-	}
-	close(rep[1]);
-	EXPECT_TRUE(read_within(rep[0], res, sizeof(res), 120));
-	close(rep[0]);
+	EXPECT_TRUE(read_within(rd, res, sizeof(res), 120));
+	close(rd);
 	ASSERT_LE(0, wait_pid(pid, 30, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
 	if (res[0] == -2)
@@ -2471,6 +2489,118 @@ TEST_F_TIMEOUT(wing, wait_from_the_uffd_handler_is_busy_not_stuck, SLOW)
 	EXPECT_LE(0, took);
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 		TH_LOG("status %#x", status);
+}
+
+/*
+ * A process that changes its credentials does not keep workers created
+ * under the old ones: a worker's own credentials, which signals, ptrace
+ * and its /proc files are checked against, are its creator's when it was
+ * created. As a setuid-root program run by UID_A would, a child with real
+ * uid UID_A and effective uid 0 populates 32 MiB on both nodes (its
+ * workers kept on the file), becomes root in every id (setresuid(0, 0,
+ * 0)), and populates again. A process of UID_A then sends signal 0 to
+ * each of the child's workers: refused (EPERM) for every one, as for a
+ * thread the child created before the change (glibc changes every
+ * thread's). Before, the kept workers stayed UID_A's, through which UID_A
+ * could stop or kill the process.
+ */
+struct cred_report {
+	int workers, signallable, ref_err;
+};
+
+static void *sleeper(void *arg)
+{
+	char byte;
+
+	(void)!read(*(int *)arg, &byte, 1);
+	return NULL;
+}
+
+static void cred_child(int report)
+{
+	size_t len = 32 * MiB;
+	struct cred_report rep = { 0 };
+	struct memprepop_populate req;
+	int fd, hold[2], res[2], tids[64], n = 0, status;
+	pid_t self = getpid(), ref = 0, g;
+	struct dirent *e;
+	pthread_t t;
+	char *p, *q;
+	DIR *d;
+
+	if (pipe(hold) || pipe(res) || setresuid(UID_A, 0, 0))
+		_exit(2);
+	if (pthread_create(&t, NULL, sleeper, &hold[0]))
+		_exit(2);
+	fd = open_dev();
+	p = map_anon_both(len);
+	q = map_anon_both(len);
+	if (fd < 0 || !p || !q || ioc_populate(fd, p, len, 0, &req) ||
+	    setresuid(0, 0, 0) || ioc_populate(fd, q, len, 0, &req))
+		_exit(3);
+	usleep(200 * 1000);	/* threads stopped are gone from /proc */
+	d = opendir("/proc/self/task");
+	if (!d)
+		_exit(2);
+	while ((e = readdir(d)) && n < 64) {
+		char path[300];
+		int tid = atoi(e->d_name);
+
+		if (tid <= 0 || tid == self)
+			continue;
+		snprintf(path, sizeof(path), "self/task/%s", e->d_name);
+		if (read_worker(path, tid, NULL))
+			tids[n++] = tid;
+		else
+			ref = tid;
+	}
+	closedir(d);
+	g = fork();
+	if (g < 0)
+		_exit(2);
+	if (!g) {
+		int ok = 0, err = 0;
+
+		if (setresuid(UID_A, UID_A, UID_A))
+			_exit(2);
+		for (int i = 0; i < n; i++)
+			ok += !syscall(SYS_tgkill, self, tids[i], 0);
+		if (syscall(SYS_tgkill, self, ref, 0))
+			err = errno;
+		_exit(write(res[1], &ok, sizeof(ok)) == sizeof(ok) &&
+		      write(res[1], &err, sizeof(err)) == sizeof(err) ? 0 : 2);
+	}
+	if (waitpid(g, &status, 0) != g || status ||
+	    read(res[0], &rep.signallable, sizeof(int)) != sizeof(int) ||
+	    read(res[0], &rep.ref_err, sizeof(int)) != sizeof(int))
+		_exit(4);
+	rep.workers = n;
+	_exit(write(report, &rep, sizeof(rep)) == sizeof(rep) ? 0 : 2);
+}
+
+TEST_F_TIMEOUT(wing, workers_of_old_credentials_are_not_kept, SLOW)
+{
+	struct cred_report rep = { -1, -1, -1 };
+	int rd, status;
+	pid_t pid;
+
+	if (!uid_usable(UID_A))
+		SKIP(return, "cannot become uid %d", UID_A);
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork_reporting(cred_child, &rd);
+	ASSERT_LE(0, pid);
+	if (!read_within(rd, &rep, sizeof(rep), 120))
+		rep.workers = -1;
+	EXPECT_LE(0, wait_pid(pid, 60, &status, 0));
+	TH_LOG("after setresuid(0, 0, 0): %d workers, %d of them signallable by uid %d; a thread made before: %s",
+	       rep.workers, rep.signallable, UID_A, strerror(rep.ref_err));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x", status);
+	EXPECT_LE(1, rep.workers);
+	EXPECT_EQ(0, rep.signallable);
+	EXPECT_EQ(EPERM, rep.ref_err);
+	close(rd);
+	EXPECT_TRUE(workers_gone(30));
 }
 
 TEST_HARNESS_MAIN
