@@ -49,9 +49,14 @@ static u32 mpp_pkru_read(void)
 	return 0;
 }
 
+/*
+ * Elsewhere the caller's rights to each key are not read (arm64's POE,
+ * powerpc's keys): a mapping under any key but the default is refused,
+ * where madvise() would check the caller's rights to it.
+ */
 static bool mpp_pkru_allows_write(u32 pkru, struct vm_area_struct *vma)
 {
-	return true;
+	return !vma_pkey(vma);
 }
 #endif
 

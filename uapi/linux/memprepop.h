@@ -277,7 +277,7 @@ struct memprepop_control {
  *   %MEMPREPOP_RANGE_SIZE_VER0, a range's @__reserved not zero; a mapping
  *   that cannot be populated writable (read-only, PROT_NONE, VM_IO or
  *   VM_PFNMAP, secretmem, a shadow stack, a protection key denying the
- *   caller writes), or
+ *   caller writes, off x86 any protection key but the default), or
  *   with %MEMPREPOP_F_REQUIRE_MLOCKED a part of the range that is not
  *   mlocked;
  * - E2BIG: the argument, or an entry of @ranges, is longer than the module
