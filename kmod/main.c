@@ -371,9 +371,10 @@ out_release:
 	return ret;
 }
 
-static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
+static long memprepop_ioctl_wait(struct file *file, void __user *uarg,
 				 size_t usize)
 {
+	struct mpp_file *f = file->private_data;
 	struct memprepop_wait args;
 	struct mpp_request *req;
 	int ret;
@@ -402,14 +403,18 @@ static long memprepop_ioctl_wait(struct mpp_file *f, void __user *uarg,
 	return mpp_uapi_wait_put(uarg, usize, &args);
 
 out_keep:
-	mpp_file_release_claim(f, req, false);
+	/*
+	 * Given up if the process no longer holds the file: a process that
+	 * shares its descriptor table (clone(CLONE_FILES)) closed it, whose
+	 * flush did not know this process's claim
+	 */
+	mpp_file_release_claim(f, req, !mpp_file_held(file));
 	return ret;
 }
 
 static long memprepop_ioctl(struct file *file, unsigned int cmd,
 			    unsigned long arg)
 {
-	struct mpp_file *f = file->private_data;
 	void __user *uarg = (void __user *)arg;
 	size_t usize = _IOC_SIZE(cmd);
 
@@ -418,7 +423,7 @@ static long memprepop_ioctl(struct file *file, unsigned int cmd,
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_POPULATE))
 		return memprepop_ioctl_populate(file, uarg, usize);
 	if (memprepop_cmd_is(cmd, MEMPREPOP_IOC_WAIT))
-		return memprepop_ioctl_wait(f, uarg, usize);
+		return memprepop_ioctl_wait(file, uarg, usize);
 	return -ENOTTY;
 }
 

@@ -1958,7 +1958,26 @@ static bool thread_sleeps(pid_t tid, double secs)
 	return false;
 }
 
-TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
+/*
+ * A process that shares its descriptor table (clone(CLONE_FILES), no
+ * CLONE_THREAD) closes @fd for it: 0 or -errno
+ */
+static int close_in_sharer(int fd)
+{
+	int status;
+	pid_t pid = syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, NULL, NULL, 0);
+
+	if (!pid)
+		_exit(close(fd) ? 1 : 0);
+	if (pid < 0)
+		return -errno;
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EIO;
+}
+
+static void close_while_reaped(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(held) *self, bool by_sharer)
 {
 	size_t len = 16 * MiB, ps = page_size();
 	struct memprepop_populate req = { 0 };
@@ -1973,7 +1992,6 @@ TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
 	pid_t holder;
 	double t0;
 
-	RETURN_IF_SKIPPED();
 	ASSERT_TRUE(workers_gone(30));
 	p = map_fuse(&self->s, 3, len);
 	page = map_anon(ps);
@@ -2008,11 +2026,16 @@ TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
 	ASSERT_EQ(sizeof(msg), read(uffd, &msg, sizeof(msg)));
 	ASSERT_EQ(UFFD_EVENT_PAGEFAULT, msg.event);
 	/* The reaper waits for the page: its process closes the file */
-	ASSERT_EQ(0, pthread_create(&closer, NULL, close_dev, &rp));
-	t0 = now();
-	while (!__atomic_load_n(&rp.tid, __ATOMIC_SEQ_CST) && now() - t0 < 10)
-		usleep(1000);
-	ASSERT_TRUE(thread_sleeps(rp.tid, 30));
+	if (by_sharer) {
+		rp.closed = close_in_sharer(rp.fd);
+	} else {
+		ASSERT_EQ(0, pthread_create(&closer, NULL, close_dev, &rp));
+		t0 = now();
+		while (!__atomic_load_n(&rp.tid, __ATOMIC_SEQ_CST) &&
+		       now() - t0 < 10)
+			usleep(1000);
+		ASSERT_TRUE(thread_sleeps(rp.tid, 30));
+	}
 	copy = (struct uffdio_copy) {
 		.dst = (uintptr_t)page, .src = (uintptr_t)src, .len = ps,
 	};
@@ -2022,13 +2045,16 @@ TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
 	ASSERT_EQ(1, write(go, "x", 1));
 	if (!read_within(rep, &other, sizeof(other), 60))
 		other = -ETIMEDOUT;
-	TH_LOG("%u READs held; the reap of a request whose process closed the file meanwhile: %s; the other holder's background start: %s",
-	       self->s.nr_held, strerror(-rp.ret), strerror(-other));
+	TH_LOG("%u READs held; the reap of a request whose file %s closed meanwhile: %s; the other holder's background start: %s",
+	       self->s.nr_held,
+	       by_sharer ? "a process sharing its descriptors" : "its process",
+	       strerror(-rp.ret), strerror(-other));
 	EXPECT_EQ(-EAGAIN, rp.ret);
 	EXPECT_EQ(0, other);
 
 	fuse_release_reads(&self->s);
-	pthread_join(closer, NULL);
+	if (!by_sharer)
+		pthread_join(closer, NULL);
 	EXPECT_EQ(0, rp.closed);
 	EXPECT_LE(0, wait_pid(holder, 60, &status, 0));
 	self->nr--;
@@ -2039,6 +2065,23 @@ TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
 	munmap(p, len);
 	munmap(page, ps);
 	free(src);
+}
+
+TEST_F_TIMEOUT(held, close_while_reaped_frees_the_file, SLOW)
+{
+	RETURN_IF_SKIPPED();
+	close_while_reaped(_metadata, self, false);
+}
+
+/*
+ * The same, closed by a process that shares the reaper's descriptor
+ * table, whose flush knows nothing of the reaper's claim: the reap finds
+ * its process no longer holds the file, and gives the request up.
+ */
+TEST_F_TIMEOUT(held, close_by_a_sharer_while_reaped_frees_the_file, SLOW)
+{
+	RETURN_IF_SKIPPED();
+	close_while_reaped(_metadata, self, true);
 }
 
 /*
