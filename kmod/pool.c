@@ -536,14 +536,13 @@ void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
  * @pools: the file's pools
  *
  * In its context, where its threads do not stay between calls (module
- * parameter keep_workers), its idle ones stop.
+ * parameter keep_workers), its idle ones stop; else those it would not
+ * create now (mpp_cred_alike()), whether or not the call had workers.
  */
 void mpp_pools_trim(struct mpp_pools *pools)
 {
 	struct mpp_pool *pool;
 
-	if (mpp_pool_keeps())
-		return;
 	spin_lock(&pools->lock);
 	pool = mpp_pool_find(pools, task_tgid(current));
 	if (pool && !pool->flushing)
@@ -553,7 +552,7 @@ void mpp_pools_trim(struct mpp_pools *pools)
 	spin_unlock(&pools->lock);
 	if (!pool)
 		return;
-	mpp_pool_stop_idle(pools, pool, true);
+	mpp_pool_stop_idle(pools, pool, !mpp_pool_keeps());
 	mpp_pool_put(pools, pool);
 }
 

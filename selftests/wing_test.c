@@ -2559,7 +2559,8 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-static void cred_child(int report)
+/* The second call is of @len2 bytes */
+static void cred_child(int report, size_t len2)
 {
 	size_t len = 32 * MiB;
 	struct cred_report rep = { 0 };
@@ -2579,7 +2580,7 @@ static void cred_child(int report)
 	p = map_anon_both(len);
 	q = map_anon_both(len);
 	if (fd < 0 || !p || !q || ioc_populate(fd, p, len, 0, &req) ||
-	    setresuid(0, 0, 0) || ioc_populate(fd, q, len, 0, &req))
+	    setresuid(0, 0, 0) || ioc_populate(fd, q, len2, 0, &req))
 		_exit(3);
 	usleep(200 * 1000);	/* threads stopped are gone from /proc */
 	d = opendir("/proc/self/task");
@@ -2621,7 +2622,21 @@ static void cred_child(int report)
 	_exit(write(report, &rep, sizeof(rep)) == sizeof(rep) ? 0 : 2);
 }
 
-TEST_F_TIMEOUT(wing, workers_of_old_credentials_are_not_kept, SLOW)
+static void cred_child_32m(int report)
+{
+	cred_child(report, 32 * MiB);
+}
+
+static void cred_child_2m(int report)
+{
+	cred_child(report, 2 * MiB);
+}
+
+/*
+ * @small: the second call is of 2 MiB, which has no worker: the idle
+ * workers of before are stopped at its end, and none is left
+ */
+static void old_credentials(struct __test_metadata *_metadata, bool small)
 {
 	struct cred_report rep = { -1, -1, -1 };
 	int rd, status;
@@ -2630,20 +2645,37 @@ TEST_F_TIMEOUT(wing, workers_of_old_credentials_are_not_kept, SLOW)
 	if (!uid_usable(UID_A))
 		SKIP(return, "cannot become uid %d", UID_A);
 	ASSERT_TRUE(workers_gone(30));
-	pid = fork_reporting(cred_child, &rd);
+	pid = fork_reporting(small ? cred_child_2m : cred_child_32m, &rd);
 	ASSERT_LE(0, pid);
 	if (!read_within(rd, &rep, sizeof(rep), 120))
 		rep.workers = -1;
 	EXPECT_LE(0, wait_pid(pid, 60, &status, 0));
-	TH_LOG("after setresuid(0, 0, 0): %d workers, %d of them signallable by uid %d; a thread made before: %s",
-	       rep.workers, rep.signallable, UID_A, strerror(rep.ref_err));
+	TH_LOG("after setresuid(0, 0, 0) and a call of %d MiB: %d workers, %d of them signallable by uid %d; a thread made before: %s",
+	       small ? 2 : 32, rep.workers, rep.signallable, UID_A,
+	       strerror(rep.ref_err));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
 		TH_LOG("status %#x", status);
-	EXPECT_LE(1, rep.workers);
+	/* The harness's EXPECT is not one statement */
+	if (small) {
+		EXPECT_EQ(0, rep.workers);
+	} else {
+		EXPECT_LE(1, rep.workers);
+	}
 	EXPECT_EQ(0, rep.signallable);
 	EXPECT_EQ(EPERM, rep.ref_err);
 	close(rd);
 	EXPECT_TRUE(workers_gone(30));
+}
+
+TEST_F_TIMEOUT(wing, workers_of_old_credentials_are_not_kept, SLOW)
+{
+	old_credentials(_metadata, false);
+}
+
+TEST_F_TIMEOUT(wing, workers_of_old_credentials_stop_after_a_small_call,
+	       SLOW)
+{
+	old_credentials(_metadata, true);
 }
 
 TEST_HARNESS_MAIN
