@@ -257,7 +257,9 @@ struct memprepop_control {
  * node. Only a fatal signal interrupts it, at once. A stop (SIGSTOP, a
  * ptrace trap, the cgroup freezer, suspend) reaches the caller within about
  * 100 ms: the call is restarted once the caller runs again, and goes on
- * where it was (nothing is written before then).
+ * where it was (nothing is written before then). Not while it plans: ranges
+ * that overlap over many mappings make a walk bounded only by
+ * %MEMPREPOP_PLAN_LEN_MAX, which only a fatal signal ends.
  *
  * With %MEMPREPOP_F_BACKGROUND the call returns 0 as soon as the request is
  * started; its outcome is what MEMPREPOP_IOC_WAIT reports.
