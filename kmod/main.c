@@ -458,17 +458,22 @@ static int memprepop_open(struct inode *inode, struct file *file)
 }
 
 /*
- * A process closes a descriptor of the file (close(), exit, exec): in its
- * own context, what it runs on the file ends. Its background request is
- * cancelled (given up unless a thread of it is reaping it) and its worker
- * threads stop, those at work once their work is over; another process's
- * stay. So once close() returns, the process has no thread of this file.
+ * A process closes its last descriptor of the file (close(), exit, exec):
+ * in its own context, what it runs on the file ends. Its background
+ * request is cancelled (given up unless a thread of it is reaping it) and
+ * its worker threads stop, those at work once their work is over; another
+ * process's stay. So once close() returns, the process has no thread of
+ * this file. Closing a copy while it holds another changes nothing, as for
+ * any file: its calls on the file go on, and are reaped through the other.
  */
 static int memprepop_flush(struct file *file, fl_owner_t id)
 {
 	struct mpp_file *f = file->private_data;
 	struct mpp_request *req, *orphan = NULL;
 
+	/* The descriptor closed is out of the table: whichever goes last stops */
+	if (mpp_file_held(file))
+		return 0;
 	spin_lock(&f->lock);
 	req = f->bg;
 	if (f->busy && f->claimer == task_tgid(current)) {

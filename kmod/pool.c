@@ -8,7 +8,8 @@
  *
  * Ownership is vhost's: a thread belongs to one pool, the threads of one
  * process on one file, and only that process's own context creates, stops
- * and frees it: its ioctl, its close of a descriptor of the file (flush)
+ * and frees it: its ioctl, its close of its last descriptor of the file
+ * (flush)
  * and the file's release. No other process, kworker or timer ever stops
  * one, and nothing is shared between pools: there is no idle cache, no
  * reclaim and no bound across processes. A process's threads on a file are
@@ -17,7 +18,8 @@
  *
  * Creating a thread and placing it costs more than a small populate call,
  * so a pool's threads stay, idle, between calls, until the process closes
- * a descriptor of the file (or exits, or execs), or the file is released.
+ * its last descriptor of the file (or exits, or execs), or the file is
+ * released.
  * A process waits for its own threads only killably: a thread at work is
  * waited for until its work is over or the process is killed; a killed
  * process's threads are dying with it, and it waits for them as exit
@@ -258,7 +260,8 @@ static void mpp_pool_stop_idle(struct mpp_pools *pools, struct mpp_pool *pool,
  * In the caller's context. The pool's threads killed with the process's
  * threads (by an exec) are stopped first, and, where its mm is not the
  * caller's (it has exec'd since), its idle ones too, else its idle ones
- * created with other credentials than the caller's (mpp_cred_alike()).
+ * created with other credentials than the caller's (mpp_cred_alike()),
+ * unless it has a signal pending (mpp_pools_trim() says why).
  *
  * A pool is added only for a process that holds a descriptor of the file:
  * the call may have begun before another thread of it closed its last one,
@@ -305,7 +308,9 @@ struct mpp_pool *mpp_pool_get(struct mpp_pools *pools)
 		mpp_pools_flush(pools);
 		return NULL;
 	}
-	mpp_pool_stop_idle(pools, pool, stale);
+	/* Not the idle of other credentials with a signal pending (trim) */
+	if (stale || !signal_pending(current))
+		mpp_pool_stop_idle(pools, pool, stale);
 	return pool;
 }
 
@@ -538,11 +543,17 @@ void mpp_thread_start(struct mpp_thread *t, const struct mpp_work_ops *ops,
  * In its context, where its threads do not stay between calls (module
  * parameter keep_workers), its idle ones stop; else those it would not
  * create now (mpp_cred_alike()), whether or not the call had workers.
+ * Not while the caller has a signal pending: a stop or the freezer that
+ * reaches it reaches its idle threads too, which vhost_task_stop() cannot
+ * wake then, and the caller would wait for them in D, holding up the stop
+ * it is to join. They stay for its next call, or its close.
  */
 void mpp_pools_trim(struct mpp_pools *pools)
 {
 	struct mpp_pool *pool;
 
+	if (signal_pending(current))
+		return;
 	spin_lock(&pools->lock);
 	pool = mpp_pool_find(pools, task_tgid(current));
 	if (pool && !pool->flushing)
@@ -621,14 +632,16 @@ void mpp_pool_put(struct mpp_pools *pools, struct mpp_pool *pool)
 }
 
 /**
- * mpp_pools_flush() - the calling process closes a descriptor of the file
+ * mpp_pools_flush() - the calling process closes its last descriptor of
+ *	the file
  * @pools: the file's pools
  *
  * Its threads on the file stop: the idle ones now, those at work once
  * their work is over (its caller's, or a background request the file
  * cancelled first). Only the process's own: another's stay its own. When
- * another thread of the process is stopping them already (it closes
- * another descriptor of the file), until that one is done, killably.
+ * another thread of the process is stopping them already (it closed
+ * another descriptor of the file at the same time), until that one is
+ * done, killably.
  */
 void mpp_pools_flush(struct mpp_pools *pools)
 {

@@ -998,8 +998,15 @@ TEST_F_TIMEOUT(holders, close_of_a_passed_file_behind_a_stopped_owner_returns,
  * the call: waitpid() must report the stop within 2 s, whether the call
  * is synchronous, the stop lands in MEMPREPOP_IOC_WAIT of a background
  * request, a SIGUSR1 with a handler (no SA_RESTART) comes first, or a
- * tracer's PTRACE_INTERRUPT traps the calling thread (PTRACE_EVENT_STOP).
- * Resumed, the call must return 0 (never EINTR: only a fatal signal
+ * tracer's PTRACE_INTERRUPT traps the calling thread (PTRACE_EVENT_STOP),
+ * another thread closed a copy of the descriptor (dup()) 100 ms before
+ * (the call goes on through the other: nothing of it stops, and the close
+ * returns at once), or, with the module parameter keep_workers off, one
+ * of its two workers is idle already (the first 16 MiB bound to node 0,
+ * the rest to node 1) and the call made by another thread than the main
+ * one, which takes the stop first and sets it on every other thread, the
+ * idle worker too: the caller that leaves for the stop must not wait for
+ * that worker. Resumed, the call must return 0 (never EINTR: only a fatal signal
  * interrupts it) with every page present. The same with madvise() in a
  * thread of the child (in the calling thread itself for ptrace) is timed
  * for comparison: its stop is only reported once madvise() is done.
@@ -1010,9 +1017,14 @@ TEST_F_TIMEOUT(holders, close_of_a_passed_file_behind_a_stopped_owner_returns,
  * waiting on a READ that a FUSE server holds would hold the stop up for as
  * long, whatever the module does.
  */
-enum stop_how { STOP_SYNC, STOP_BACKGROUND, STOP_SIGUSR1, STOP_PTRACE };
+enum stop_how {
+	STOP_SYNC, STOP_BACKGROUND, STOP_SIGUSR1, STOP_PTRACE, STOP_CLOSE_COPY,
+	STOP_UNKEPT,
+};
 
 #define STOP_LEN	(512 * MiB)
+#define STOP_EARLY	(16 * MiB)	/* STOP_UNKEPT: node 0's, done first */
+#define KEEP_WORKERS	"/sys/module/memprepop/parameters/keep_workers"
 
 FIXTURE(stop)
 {
@@ -1048,12 +1060,89 @@ FIXTURE_VARIANT_ADD(stop, ptrace_interrupt)
 	.what = "PTRACE_INTERRUPT",
 };
 
+FIXTURE_VARIANT_ADD(stop, close_a_copy)
+{
+	.how = STOP_CLOSE_COPY,
+	.what = "SIGSTOP after a close() of a copy",
+};
+
+FIXTURE_VARIANT_ADD(stop, workers_not_kept)
+{
+	.how = STOP_UNKEPT,
+	.what = "SIGSTOP, keep_workers off",
+};
+
 FIXTURE_SETUP(stop)
 {
+	if (variant->how == STOP_UNKEPT)
+		ASSERT_EQ(0, write_file(KEEP_WORKERS, "N"));
 }
 
 FIXTURE_TEARDOWN(stop)
 {
+	if (variant->how == STOP_UNKEPT)
+		write_file(KEEP_WORKERS, "Y");
+}
+
+/* STOP_CLOSE_COPY: closes the descriptor @arg 100 ms into the call */
+static void *close_later(void *arg)
+{
+	usleep(100 * 1000);
+	close((int)(intptr_t)arg);
+	return NULL;
+}
+
+/* STOP_UNKEPT's call, in a thread of its own */
+struct stop_call {
+	int fd;
+	char *p;
+	size_t len;
+	struct memprepop_populate req;
+	int ret;
+};
+
+static void *stop_call_fn(void *arg)
+{
+	struct stop_call *c = arg;
+
+	c->ret = ioc_populate(c->fd, c->p, c->len, 0, &c->req);
+	return NULL;
+}
+
+/*
+ * The call made by another thread, the main one waiting for it, so that
+ * the main thread takes a stop first and sets it on every other thread
+ * (the workers too) before the caller leaves its wait
+ */
+static int ioc_populate_in_thread(int fd, char *p, size_t len,
+				  struct memprepop_populate *req)
+{
+	struct stop_call c = { .fd = fd, .p = p, .len = len, .ret = -1 };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, stop_call_fn, &c))
+		return -1;
+	pthread_join(t, NULL);
+	*req = c.req;
+	return c.ret;
+}
+
+/* STOP_UNKEPT's memory: STOP_EARLY on node 0, then STOP_LEN on node 1 */
+static char *map_early_then_late(size_t *len)
+{
+	unsigned long node0 = 1, node1 = 2;
+	char *p;
+
+	*len = STOP_EARLY + STOP_LEN;
+	p = map_anon(*len);
+	if (p && (mbind(p, STOP_EARLY, MPOL_BIND, &node0, 8 * sizeof(node0),
+			0) ||
+		  mbind(p + STOP_EARLY, STOP_LEN, MPOL_BIND, &node1,
+			8 * sizeof(node1), 0))) {
+		munmap(p, *len);
+		return NULL;
+	}
+	return p;
 }
 
 static volatile sig_atomic_t usr1_seen;
@@ -1070,19 +1159,30 @@ static void stop_child(enum stop_how how, bool by_ioctl, int ready)
 	struct memprepop_populate req = { 0 };
 	size_t len = STOP_LEN;
 	int fd = open_dev(), ret, result = 0;
+	pthread_t closer;
 	char *p;
 
-	interleave_all();
-	p = map_anon(len);
+	if (how == STOP_UNKEPT) {
+		p = map_early_then_late(&len);
+	} else {
+		interleave_all();
+		p = map_anon(len);
+	}
 	if (p)
 		no_thp(p, len);
 	if (fd < 0 || !p || sigaction(SIGUSR1, &sa, NULL) ||
 	    write(ready, "x", 1) != 1)
 		_exit(2);
+	if (how == STOP_CLOSE_COPY &&
+	    pthread_create(&closer, NULL, close_later,
+			   (void *)(intptr_t)dup(fd)))
+		_exit(2);
 	if (!by_ioctl && how == STOP_PTRACE) {
 		ret = madvise_populate_write(p, len);
 	} else if (!by_ioctl) {
 		ret = madvise_in_thread(p, len);
+	} else if (how == STOP_UNKEPT) {
+		ret = ioc_populate_in_thread(fd, p, len, &req);
 	} else if (how == STOP_BACKGROUND) {
 		ret = ioc_populate(fd, p, len, MEMPREPOP_F_BACKGROUND, &req);
 		if (!ret)
@@ -1105,12 +1205,42 @@ static void stop_child(enum stop_how how, bool by_ioctl, int ready)
 }
 
 struct stop_run {
+	int idle;		/* its workers idle right before the stop */
+	int workers;		/* its workers then */
 	double stop;		/* from the stop to its report, -1: none */
 	double done;		/* from the resume to the exit, -1: none */
 	bool right_stop;	/* the stop reported is the one asked for */
 	int status;
 	int seize_errno;
 };
+
+/* Workers of process @pid now, and in *@idle those waiting idle */
+static int pid_workers(pid_t pid, int *idle)
+{
+	char path[300];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	*idle = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		struct worker_stat ws;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%d/task/%s", pid, e->d_name);
+		if (!read_worker(path, atoi(e->d_name), &ws))
+			continue;
+		n++;
+		*idle += worker_idle(&ws);
+	}
+	closedir(d);
+	return n;
+}
 
 /* Stops @pid 200 ms into its call, resumes it: what waitpid() saw, when */
 static void stop_and_resume(pid_t pid, enum stop_how how, double stop_limit,
@@ -1126,6 +1256,7 @@ static void stop_and_resume(pid_t pid, enum stop_how how, double stop_limit,
 	if (!read_within(ready, &byte, 1, 60))
 		goto kill;
 	usleep(200 * 1000);
+	r->workers = pid_workers(pid, &r->idle);
 	if (how == STOP_SIGUSR1)
 		kill(pid, SIGUSR1);
 	if (how == STOP_PTRACE)
@@ -1199,8 +1330,12 @@ TEST_F_TIMEOUT(stop, stop_during_a_call_is_reported_promptly, SLOW)
 		SKIP(return, "PTRACE_SEIZE: %s", strerror(ref.seize_errno));
 	ASSERT_TRUE(workers_gone(30));
 	stop_run(variant->how, true, 10, &ioc);
-	TH_LOG("%s at 0.2 s into populating 512 MiB: with madvise() the stop reported after %.3f s, the exit %.3f s after the resume; with the ioctl %.3f s (-1: not within 10 s), %.3f s",
-	       variant->what, ref.stop, ref.done, ioc.stop, ioc.done);
+	TH_LOG("%s at 0.2 s into populating 512 MiB: with madvise() the stop reported after %.3f s, the exit %.3f s after the resume; with the ioctl %.3f s (-1: not within 10 s), %.3f s; %d workers then, %d idle",
+	       variant->what, ref.stop, ref.done, ioc.stop, ioc.done,
+	       ioc.workers, ioc.idle);
+	/* Else this tested nothing */
+	if (variant->how == STOP_UNKEPT)
+		EXPECT_LE(1, ioc.idle);
 	EXPECT_TRUE(WIFEXITED(ref.status) && !WEXITSTATUS(ref.status))
 		TH_LOG("madvise: status %#x", ref.status);
 	EXPECT_LE(0, ioc.stop);
@@ -1646,15 +1781,19 @@ TEST_F_TIMEOUT(wing, unshare_user_ns_right_after_close, SLOW)
 }
 
 /*
- * Two threads of a process close two descriptors of the file at once: each
- * close() returns only once the process has no worker of the file left,
- * whichever of the two stops them. Checked right after each close, in 20
- * children, each with a worker per node kept from a call.
+ * Two threads of a process close its two descriptors of the file at once:
+ * the close that returns last returns only once the process has no worker
+ * of the file left, whichever of the two stops them (the first to take its
+ * descriptor out may find the other still there, and return at once).
+ * Checked right after each close, in 20 children, each with a worker per
+ * node kept from a call.
  */
 struct closer {
 	pthread_barrier_t *go;
+	int *returned;
 	int fd;
 	int left;
+	int order;
 };
 
 static void *close_at_once(void *arg)
@@ -1663,6 +1802,7 @@ static void *close_at_once(void *arg)
 
 	pthread_barrier_wait(c->go);
 	close(c->fd);
+	c->order = __atomic_add_fetch(c->returned, 1, __ATOMIC_SEQ_CST);
 	c->left = own_workers();
 	return NULL;
 }
@@ -1680,7 +1820,9 @@ TEST_F_TIMEOUT(wing, close_by_two_threads_leaves_no_worker, SLOW)
 		if (!pid) {
 			struct memprepop_populate req;
 			pthread_barrier_t go;
-			struct closer a = { .go = &go }, b = { .go = &go };
+			int returned = 0;
+			struct closer a = { .go = &go, .returned = &returned };
+			struct closer b = { .go = &go, .returned = &returned };
 			size_t len = 32 * MiB;
 			char *p = map_anon_both(len);
 			pthread_t t;
@@ -1697,7 +1839,7 @@ TEST_F_TIMEOUT(wing, close_by_two_threads_leaves_no_worker, SLOW)
 				_exit(200);
 			close_at_once(&a);
 			pthread_join(t, NULL);
-			_exit(a.left || b.left ? 1 : 0);
+			_exit((a.order == 2 ? a.left : b.left) ? 1 : 0);
 		}
 		ASSERT_LE(0, wait_pid(pid, 60, &status, 0));
 		ASSERT_TRUE(WIFEXITED(status));
@@ -1705,7 +1847,7 @@ TEST_F_TIMEOUT(wing, close_by_two_threads_leaves_no_worker, SLOW)
 		had += WEXITSTATUS(status) != 100;
 		early += WEXITSTATUS(status) == 1;
 	}
-	TH_LOG("a close returned with workers left in %d of %d children with workers",
+	TH_LOG("the second close returned with workers left in %d of %d children with workers",
 	       early, had);
 	EXPECT_LT(0, had);
 	EXPECT_EQ(0, early);

@@ -256,7 +256,9 @@ struct memprepop_control {
  * One set of workers serves all ranges, each chunk faulted on its memory's
  * node. Only a fatal signal interrupts it, at once. A stop (SIGSTOP, a
  * ptrace trap, the cgroup freezer, suspend) reaches the caller within about
- * 100 ms: the call is restarted once the caller runs again, and goes on
+ * 100 ms, or when the chunk it faults itself is done (16 MiB; longer when
+ * a fault waits on I/O or a userfaultfd handler), and its workers between
+ * chunks: the call is restarted once the caller runs again, and goes on
  * where it was (nothing is written before then). Not while it plans: ranges
  * that overlap over many mappings make a walk bounded only by
  * %MEMPREPOP_PLAN_LEN_MAX, which only a fatal signal ends.
@@ -295,7 +297,7 @@ struct memprepop_control {
  * - EHWPOISON: a page is hardware poisoned;
  * - EINTR: a fatal signal arrived;
  * - ECANCELED: cancelled through @control (or, in the background, by the
- *   close of a descriptor of the file by the request's process while a
+ *   close of the request's process's last descriptor of the file while a
  *   thread of it reaps the request);
  * - EBUSY: %MEMPREPOP_F_BACKGROUND while the file has a background request
  *   not yet reaped, or while another thread starts one on it;
