@@ -9,8 +9,9 @@
  * - its credentials (capable(), fsuid, quotas, the overcommit admin
  *   reserve): override_creds(); a worker has its creator's, who may be
  *   another thread, or the same before it dropped privileges;
- * - its scheduling policy, priority, nice and clamps, reset as a fork()
- *   with SCHED_RESET_ON_FORK would, which the worker sets on itself;
+ * - its scheduling policy, priority, nice and the clamps it set, reset as
+ *   a fork() with SCHED_RESET_ON_FORK would, which the worker sets on
+ *   itself;
  * - its I/O priority (ionice), which a thread it creates inherits and
  *   which the page-cache reads of a file-backed fault are submitted with;
  * - its fault-injection filter (make-it-fail);
@@ -60,6 +61,43 @@ static bool mpp_pkru_allows_write(u32 pkru, struct vm_area_struct *vma)
 }
 #endif
 
+#ifdef CONFIG_UCLAMP_TASK
+/*
+ * A utilization clamp the calling thread set itself, or -1: the default,
+ * which a thread follows as the system's changes (the real-time one by
+ * sysctl), and which a fork() with SCHED_RESET_ON_FORK gives. Setting a
+ * clamp for a worker makes it the worker's own, and turns clamping on for
+ * the whole system (sched_uclamp_used) where nobody used it: only those
+ * the caller set are set.
+ */
+static u32 mpp_uclamp_capture(enum uclamp_id clamp_id)
+{
+	const struct uclamp_se *uc_se = &current->uclamp_req[clamp_id];
+
+	if (current->sched_reset_on_fork || !uc_se->user_defined)
+		return (u32)-1;
+	return uc_se->value;
+}
+
+/*
+ * In the worker: sets the clamps its caller set, and gives back to the
+ * default those an earlier caller set and this one did not
+ */
+static void mpp_uclamp_follow(struct sched_attr *attr)
+{
+	if (attr->sched_util_min != (u32)-1 ||
+	    current->uclamp_req[UCLAMP_MIN].user_defined)
+		attr->sched_flags |= SCHED_FLAG_UTIL_CLAMP_MIN;
+	if (attr->sched_util_max != (u32)-1 ||
+	    current->uclamp_req[UCLAMP_MAX].user_defined)
+		attr->sched_flags |= SCHED_FLAG_UTIL_CLAMP_MAX;
+}
+#else
+static void mpp_uclamp_follow(struct sched_attr *attr)
+{
+}
+#endif
+
 /* The caller's scheduling attributes, as a thread it creates gets them */
 static void mpp_sched_capture(struct sched_attr *attr)
 {
@@ -80,9 +118,8 @@ static void mpp_sched_capture(struct sched_attr *attr)
 	else
 		attr->sched_nice = nice;
 #ifdef CONFIG_UCLAMP_TASK
-	attr->sched_flags |= SCHED_FLAG_UTIL_CLAMP;
-	attr->sched_util_min = current->uclamp_req[UCLAMP_MIN].value;
-	attr->sched_util_max = current->uclamp_req[UCLAMP_MAX].value;
+	attr->sched_util_min = mpp_uclamp_capture(UCLAMP_MIN);
+	attr->sched_util_max = mpp_uclamp_capture(UCLAMP_MAX);
 #endif
 }
 
@@ -132,13 +169,15 @@ void mpp_identity_destroy(struct mpp_identity *id)
 int mpp_identity_enter(struct mpp_identity *id,
 		       struct mpp_identity_saved *saved)
 {
+	struct sched_attr attr = id->sched;
 	int ret;
 
 	/*
 	 * Its scheduling attributes stay until its next call sets the next
 	 * caller's; the fault-injection filter is the call's only
 	 */
-	ret = sched_setattr_nocheck(current, &id->sched);
+	mpp_uclamp_follow(&attr);
+	ret = sched_setattr_nocheck(current, &attr);
 	if (ret)
 		return ret;
 #ifdef CONFIG_FAULT_INJECTION

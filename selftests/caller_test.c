@@ -409,6 +409,72 @@ TEST_F_TIMEOUT(caller, workers_take_callers_clamps, SLOW)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/*
+ * Clamps a caller did not set are the defaults, which a thread follows as
+ * the system's change: a real-time thread's minimum follows
+ * sched_util_clamp_min_rt_default. So do its workers': a real-time child
+ * populates with workers, kept idle, and the default is changed; each
+ * worker's minimum (sched_getattr(2)) must be what a pthread of the child
+ * then has. Were the module to set the caller's values on its workers,
+ * they would be the workers' own, kept at the old default, and clamping
+ * would be turned on for the whole system.
+ */
+#define UCLAMP_RT_DEFAULT	"/proc/sys/kernel/sched_util_clamp_min_rt_default"
+
+TEST_F_TIMEOUT(caller, workers_follow_default_clamps, SLOW)
+{
+	int status, up[2], down[2];
+	char old[32] = "", byte;
+	bool changed = false;
+	pid_t pid;
+
+	if (read_file(UCLAMP_RT_DEFAULT, old, sizeof(old)) <= 0)
+		SKIP(return, "no utilization clamping (CONFIG_UCLAMP_TASK)");
+	ASSERT_TRUE(workers_gone(30));
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct sched_param sp = { .sched_priority = 1 };
+		struct worker_stat ws[16], ref;
+		struct memprepop_populate req;
+		size_t len = 64 * MiB;
+		char *p = map_anon_both(len), id[16];
+		int fd = open_dev(), n, off = 0;
+
+		if (!p || fd < 0)
+			_exit(10);
+		if (sched_setscheduler(0, SCHED_FIFO, &sp))
+			_exit(11);
+		if (ioc_populate(fd, p, len, 0, &req) || !req.workers)
+			_exit(12);
+		/* The default is changed, from outside */
+		if (write(up[1], "x", 1) != 1 || read(down[0], id, 1) != 1)
+			_exit(13);
+		snprintf(id, sizeof(id), "%d", (int)syscall(SYS_gettid));
+		read_uclamp(id, &ref);
+		n = scan_workers(ws, 16);
+		for (int i = 0; i < n && i < 16; i++)
+			off += ws[i].uclamp_min != ref.uclamp_min;
+		dprintf(1, "# the caller's minimum %ld; %d workers, %d with another\n",
+			ref.uclamp_min, n, off);
+		_exit(n < 1 ? 3 : off ? 1 : 0);
+	}
+	if (read(up[0], &byte, 1) == 1)
+		changed = !write_file(UCLAMP_RT_DEFAULT, "100");
+	(void)!write(down[1], "x", 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	write_file(UCLAMP_RT_DEFAULT, old);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	ASSERT_TRUE(changed);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
 /* --- identity: credentials and mm ------------------------------------------ */
 
 /* Pages of a fresh memfd an unprivileged caller gets before EFAULT */
