@@ -102,6 +102,14 @@ static inline size_t present_pages(const void *addr, size_t len)
 	return pagemap_walk(addr, len, false);
 }
 
+/* Is @line of an smaps file the head of a VMA's entry: its bounds */
+static inline bool smaps_vma_head(const char *line, unsigned long *lo,
+				  unsigned long *hi)
+{
+	return sscanf(line, "%lx-%lx ", lo, hi) == 2 &&
+	       strchr(line, '-') < strchr(line, ' ');
+}
+
 /* A field (in kB) of the /proc/self/smaps entry of the VMA holding @addr. */
 static inline long smaps_field_kb(const void *addr, const char *field)
 {
@@ -116,8 +124,7 @@ static inline long smaps_field_kb(const void *addr, const char *field)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
 
-		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
+		if (smaps_vma_head(line, &lo, &hi)) {
 			inside = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
 			continue;
 		}
