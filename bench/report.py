@@ -61,6 +61,8 @@ for key, rs in sorted(runs.items()):
         "node_pages_every_run": same_nodes,
         "node_pages_min": [min(p[n] for p in per_run) for n in range(width)],
         "node_pages_max": [max(p[n] for p in per_run) for n in range(width)],
+        # Each repetition's seconds, for ratios paired within a repetition
+        "by_rep": {r["rep"]: r["seconds"] for r in rs if "rep" in r},
     })
     # QEMU: its time to ready without preallocation, and what it locked
     if "startup" in rs[0]:
@@ -82,6 +84,19 @@ def find(kind, size, policy, method, threads, regions=None):
                 regions in (None, s["regions"]):
             return s
     return None
+
+
+def paired(a, b):
+    """b / a per repetition both ran in (the methods alternate within a
+    repetition, so the two share its state of the machine): median and
+    quartiles, or None for fewer than 4 repetitions."""
+    reps = sorted(set(a["by_rep"]) & set(b["by_rep"]))
+    rs = sorted(b["by_rep"][i] / a["by_rep"][i] for i in reps
+                if a["by_rep"][i] > 0)
+    if len(rs) < 4:
+        return None
+    q = statistics.quantiles(rs, n=4)
+    return (statistics.median(rs), q[0], q[2], len(rs))
 
 
 def node_cell(s):
@@ -149,7 +164,7 @@ for kind in ("4k", "thp", "2m"):
                 if mo and fb:
                     ratios.append(("module:%d vs fallback:%d" % (n, n), kind,
                                    size, pol, fb["median_s"] / mo["median_s"],
-                                   1.0))
+                                   1.0, paired(mo, fb)))
             # QEMU with the series against stock QEMU, whole and less
             # each binary's own startup
             for n in (1, 2, 4, 8):
@@ -203,7 +218,7 @@ for kind in ("4k", "thp", "2m"):
                                        % (be, n, be, n, one["regions"]),
                                        kind, size, pol,
                                        each["median_s"] / one["median_s"],
-                                       1.7))
+                                       1.7, paired(one, each)))
                     # Small calls: the latency against madvise's
                     md = find(kind, size, pol, "madvise", 1)
                     small = 1.5 if size <= 2 << 20 else 1.2
@@ -216,7 +231,8 @@ for kind in ("4k", "thp", "2m"):
                             ratios.append(("%s%s:%d latency / madvise" %
                                            (be, how, n), kind, size, pol,
                                            c["median_s"] / md["median_s"],
-                                           -target if target else None))
+                                           -target if target else None,
+                                           paired(md, c)))
                     # In the background while the caller works
                     bg, alone, work = (find(kind, size, pol, be + "-bg", n),
                                        find(kind, size, pol, be + "-ctx", n),
@@ -239,12 +255,18 @@ for kind in ("4k", "thp", "2m"):
                     ratios.append(("THP %s vs memset:%d bandwidth" %
                                    (label(best), bw["threads"]), kind, size,
                                    pol, best["gbps"] / bw["gbps"], 0.5))
+# Every ratio with its paired form, where it has one
+ratios = [r if len(r) == 7 else r + (None,) for r in ratios]
 if ratios:
     lines += ["## Targets (ratios measured in this run)", "",
-              "| comparison | kind | size | policy | ratio | target | met |",
-              "|---|---|---|---|---|---|---|"]
+              "Ratio: of the medians. Paired: the median (quartiles) of the "
+              "ratio within each repetition, where the two methods ran "
+              "one after the other.", "",
+              "| comparison | kind | size | policy | ratio | paired "
+              "| target | met |",
+              "|---|---|---|---|---|---|---|---|"]
     # A negative target is an upper bound, None none: for reference
-    for what, kind, size, pol, ratio, target in ratios:
+    for what, kind, size, pol, ratio, target, pair in ratios:
         if target is None:
             want, met = "-", "-"
         elif target < 0:
@@ -253,8 +275,9 @@ if ratios:
             want, met = ">= %.2f" % target, ratio >= target
         if met in (True, False):
             met = "yes" if met else "**no**"
-        lines.append("| %s | %s | %d MiB | %s | %.3f | %s | %s |" % (
-            what, kind, size >> 20, pol, ratio, want, met))
+        pcell = "-" if pair is None else "%.3f (%.3f..%.3f, %d)" % pair
+        lines.append("| %s | %s | %d MiB | %s | %.3f | %s | %s | %s |" % (
+            what, kind, size >> 20, pol, ratio, pcell, want, met))
     lines.append("")
 touch = [s for s in summary if s["kind"] == "4k" and s["method"] == "touch"]
 if touch:
@@ -269,7 +292,10 @@ with open(os.path.join(out_dir, name + ".md"), "w") as f:
 with open(os.path.join(out_dir, name + ".json"), "w") as f:
     json.dump({"summary": summary, "ratios": [
         {"comparison": r[0], "kind": r[1], "size": r[2], "policy": r[3],
-         "ratio": r[4], "target": r[5]} for r in ratios]}, f, indent=1)
+         "ratio": r[4], "target": r[5],
+         "paired": None if r[6] is None else {
+             "median": r[6][0], "q1": r[6][1], "q3": r[6][2],
+             "reps": r[6][3]}} for r in ratios]}, f, indent=1)
 
 
 def plot(tag, title, xlabel, rows, xkey, series, extra=""):
