@@ -148,6 +148,13 @@ for kind in ("4k", "thp", "2m"):
 
 # The targets, as ratios within this run
 ratios = []
+
+
+def add_ratio(name, kind, size, pol, value, target, pair=None):
+    """A ratio of medians, its target, and its paired form where it has one"""
+    ratios.append((name, kind, size, pol, value, target, pair))
+
+
 sizes = sorted({s["size"] for s in summary})
 policies = sorted({s["policy"] for s in summary})
 for kind in ("4k", "thp", "2m"):
@@ -157,40 +164,40 @@ for kind in ("4k", "thp", "2m"):
                 fb, qm = (find(kind, size, pol, "fallback", n),
                           find(kind, size, pol, "qemu", n))
                 if fb and qm and qm["median_s"] > 0:
-                    ratios.append(("fallback:%d vs qemu:%d" % (n, n), kind,
-                                   size, pol, qm["median_s"] / fb["median_s"],
-                                   1.0))
+                    add_ratio("fallback:%d vs qemu:%d" % (n, n), kind,
+                              size, pol, qm["median_s"] / fb["median_s"],
+                              1.0)
                 mo = find(kind, size, pol, "module", n)
                 if mo and fb:
-                    ratios.append(("module:%d vs fallback:%d" % (n, n), kind,
-                                   size, pol, fb["median_s"] / mo["median_s"],
-                                   1.0, paired(mo, fb)))
+                    add_ratio("module:%d vs fallback:%d" % (n, n), kind,
+                              size, pol, fb["median_s"] / mo["median_s"],
+                              1.0, paired(mo, fb))
             # QEMU with the series against stock QEMU, whole and less
             # each binary's own startup
             for n in (1, 2, 4, 8):
                 st, mp = (find(kind, size, pol, "qemu-stock", n),
                           find(kind, size, pol, "qemu-mpp", n))
                 if st and mp and mp["median_s"] > 0:
-                    ratios.append(("qemu-mpp:%d vs qemu-stock:%d, time to "
-                                   "ready" % (n, n), kind, size, pol,
-                                   st["median_s"] / mp["median_s"], 1.0))
+                    add_ratio("qemu-mpp:%d vs qemu-stock:%d, time to "
+                              "ready" % (n, n), kind, size, pol,
+                              st["median_s"] / mp["median_s"], 1.0)
                     hs, hm = (find(kind, size, pol, "qemu-stock-hot", n),
                               find(kind, size, pol, "qemu-mpp-hot", n))
                     if hs and hm and hm["median_s"] > 0:
-                        ratios.append(("qemu-mpp-hot:%d vs qemu-stock-hot:%d,"
-                                       " object_add after mem-lock" % (n, n),
-                                       kind, size, pol,
-                                       hs["median_s"] / hm["median_s"],
-                                       # seed 001's margin, where pages
-                                       # are moved: on several nodes
-                                       2.0 if len(hs["node_pages"]) > 1
-                                       else None))
+                        add_ratio("qemu-mpp-hot:%d vs qemu-stock-hot:%d,"
+                                  " object_add after mem-lock" % (n, n),
+                                  kind, size, pol,
+                                  hs["median_s"] / hm["median_s"],
+                                  # seed 001's margin, where pages
+                                  # are moved: on several nodes
+                                  2.0 if len(hs["node_pages"]) > 1
+                                  else None)
                     a = st["median_s"] - st["startup_s"]
                     b = mp["median_s"] - mp["startup_s"]
                     if b > 0:
-                        ratios.append(("qemu-mpp:%d vs qemu-stock:%d, less "
-                                       "startup" % (n, n), kind, size, pol,
-                                       a / b, None))
+                        add_ratio("qemu-mpp:%d vs qemu-stock:%d, less "
+                                  "startup" % (n, n), kind, size, pol,
+                                  a / b, None)
             # A stock QEMU populated from outside (-S, the tool, cont)
             # against its own prealloc: time from exec to running
             for n in (1, 2, 4, 8):
@@ -198,27 +205,27 @@ for kind in ("4k", "thp", "2m"):
                 for k in (1, 2, 4, 8):
                     st = find(kind, size, pol, "qemu-stock", k)
                     if rm and st and rm["median_s"] > 0:
-                        ratios.append(("qemu-remote:%d vs qemu-stock:%d, "
-                                       "exec to running" % (n, k), kind,
-                                       size, pol,
-                                       st["median_s"] / rm["median_s"],
-                                       None))
+                        add_ratio("qemu-remote:%d vs qemu-stock:%d, "
+                                  "exec to running" % (n, k), kind,
+                                  size, pol,
+                                  st["median_s"] / rm["median_s"],
+                                  None)
             m1, m2 = (find(kind, size, pol, "module", 1),
                       find(kind, size, pol, "module", 2))
             if m1 and m2:
-                ratios.append(("module:2 vs module:1", kind, size, pol,
-                               m1["median_s"] / m2["median_s"], 1.7))
+                add_ratio("module:2 vs module:1", kind, size, pol,
+                          m1["median_s"] / m2["median_s"], 1.7)
             # A VM's regions: one call against one call per region
             for n in (1, 2, 4, 8):
                 for be in ("module", "fallback"):
                     one, each = (find(kind, size, pol, be + "-ctx", n),
                                  find(kind, size, pol, be + "-each", n))
                     if one and each and one["median_s"] > 0:
-                        ratios.append(("%s-each:%d vs %s-ctx:%d (%d regions)"
-                                       % (be, n, be, n, one["regions"]),
-                                       kind, size, pol,
-                                       each["median_s"] / one["median_s"],
-                                       1.7, paired(one, each)))
+                        add_ratio("%s-each:%d vs %s-ctx:%d (%d regions)"
+                                  % (be, n, be, n, one["regions"]),
+                                  kind, size, pol,
+                                  each["median_s"] / one["median_s"],
+                                  1.7, paired(one, each))
                     # Small calls: the latency against madvise's
                     md = find(kind, size, pol, "madvise", 1)
                     small = 1.5 if size <= 2 << 20 else 1.2
@@ -228,20 +235,20 @@ for kind in ("4k", "thp", "2m"):
                         c = find(kind, size, pol, be + how, n)
                         if c and md and md["median_s"] > 0 and \
                                 size <= 64 << 20:
-                            ratios.append(("%s%s:%d latency / madvise" %
-                                           (be, how, n), kind, size, pol,
-                                           c["median_s"] / md["median_s"],
-                                           -target if target else None,
-                                           paired(md, c)))
+                            add_ratio("%s%s:%d latency / madvise" %
+                                      (be, how, n), kind, size, pol,
+                                      c["median_s"] / md["median_s"],
+                                      -target if target else None,
+                                      paired(md, c))
                     # In the background while the caller works
                     bg, alone, work = (find(kind, size, pol, be + "-bg", n),
                                        find(kind, size, pol, be + "-ctx", n),
                                        find(kind, size, pol, "work", 1))
                     if bg and alone and work and alone["median_s"] > 0:
                         longer = max(alone["median_s"], work["median_s"])
-                        ratios.append(("%s-bg:%d both done / longer of the "
-                                       "two" % (be, n), kind, size, pol,
-                                       bg["median_s"] / longer, -1.1))
+                        add_ratio("%s-bg:%d both done / longer of the "
+                                  "two" % (be, n), kind, size, pol,
+                                  bg["median_s"] / longer, -1.1)
             if kind == "thp":
                 pops = [s for s in summary if s["kind"] == "thp" and
                         s["size"] == size and s["policy"] == pol and
@@ -252,11 +259,9 @@ for kind in ("4k", "thp", "2m"):
                 if pops and ms:
                     best = max(pops, key=lambda s: s["gbps"])
                     bw = max(ms, key=lambda s: s["gbps"])
-                    ratios.append(("THP %s vs memset:%d bandwidth" %
-                                   (label(best), bw["threads"]), kind, size,
-                                   pol, best["gbps"] / bw["gbps"], 0.5))
-# Every ratio with its paired form, where it has one
-ratios = [r if len(r) == 7 else r + (None,) for r in ratios]
+                    add_ratio("THP %s vs memset:%d bandwidth" %
+                              (label(best), bw["threads"]), kind, size,
+                              pol, best["gbps"] / bw["gbps"], 0.5)
 if ratios:
     lines += ["## Targets (ratios measured in this run)", "",
               "Ratio: of the medians. Paired: the median (quartiles) of the "
