@@ -74,7 +74,7 @@ static bool mpp_should_stop(const struct mpp_fault_ctx *ctx,
 {
 	if (READ_ONCE(*ctx->killed) || fatal_signal_pending(current))
 		return true;
-	return addr >= READ_ONCE(chunk->seg->range->stop_at);
+	return addr >= READ_ONCE(chunk->range->stop_at);
 }
 
 /*

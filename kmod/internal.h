@@ -215,14 +215,14 @@ struct mpp_segment {
 };
 
 /**
- * struct mpp_chunk - a piece of a segment, claimed by one thread
- * @seg: its segment
+ * struct mpp_chunk - a piece of a range, claimed by one thread
+ * @range: its range
  * @index: its index among all chunks of the plan
  * @start: first address
  * @end: end address
  */
 struct mpp_chunk {
-	struct mpp_segment *seg;
+	struct mpp_range *range;
 	unsigned long index;
 	unsigned long start;
 	unsigned long end;

@@ -94,7 +94,7 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		return;
 	}
 	if (err != -ECANCELED && err != -EINTR) {
-		mpp_stop(req, chunk->seg->range, reached, err);
+		mpp_stop(req, chunk->range, reached, err);
 		return;
 	}
 	/*
@@ -106,7 +106,7 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
 		return;
 	spin_lock(&out->lock);
 	if (out->nr_partial < out->max_partial) {
-		out->partial[out->nr_partial].range = chunk->seg->range;
+		out->partial[out->nr_partial].range = chunk->range;
 		out->partial[out->nr_partial].chunk = chunk->index;
 		out->partial[out->nr_partial].addr = reached;
 		out->nr_partial++;

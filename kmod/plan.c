@@ -451,7 +451,7 @@ static unsigned long mpp_chunk_start(const struct mpp_segment *seg,
 static void mpp_chunk_init(struct mpp_chunk *chunk, struct mpp_segment *seg,
 			   unsigned long index)
 {
-	chunk->seg = seg;
+	chunk->range = seg->range;
 	chunk->index = seg->first_chunk + index;
 	chunk->start = mpp_chunk_start(seg, index);
 	chunk->end = min(seg->end, mpp_chunk_start(seg, index + 1));
@@ -599,7 +599,7 @@ void mpp_plan_handed_back(struct mpp_plan *plan)
 	list_splice_init(&plan->handoffs, &left);
 	spin_unlock(&plan->lock);
 	list_for_each_entry_safe(h, next, &left, node) {
-		mpp_outcome_raise(h->chunk.seg->range, h->chunk.index,
+		mpp_outcome_raise(h->chunk.range, h->chunk.index,
 				  h->chunk.start);
 		list_del(&h->node);
 		kfree(h);
