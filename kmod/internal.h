@@ -183,6 +183,29 @@ struct mpp_range {
 };
 
 /**
+ * struct mpp_result - what a call that ran reports, for the edge to write
+ * @ranges: its ranges, each with its @populated and @error
+ * @nr_ranges: how many
+ * @populated: bytes populated over all of them
+ * @nsecs: how long the call took
+ * @done: bytes populated, as @control is told last
+ * @workers: threads that faulted for it, the caller counted when it did
+ *	alone
+ * @node_pages: pages populated on each node, or NULL
+ * @nr_stat_nodes: nodes of @node_pages
+ */
+struct mpp_result {
+	const struct mpp_range *ranges;
+	unsigned int nr_ranges;
+	u64 populated;
+	u64 nsecs;
+	u64 done;
+	u32 workers;
+	const u64 *node_pages;
+	unsigned int nr_stat_nodes;
+};
+
+/**
  * struct mpp_segment - a run of a range that one placement rule covers
  * @range: the range it is part of
  * @start: first address, page aligned
@@ -436,7 +459,7 @@ int mpp_uapi_call_get(struct mpp_call *call, void __user *uarg, size_t usize);
 void mpp_uapi_call_release(struct mpp_call *call);
 bool mpp_uapi_call_same(const struct mpp_call *a, const struct mpp_call *b);
 int mpp_uapi_populate_put(const struct mpp_call *call,
-			  const struct mpp_request *req, int ret);
+			  const struct mpp_result *res, int ret);
 int mpp_uapi_wait_get(void __user *uarg, size_t usize,
 		      struct memprepop_wait *args);
 int mpp_uapi_wait_put(void __user *uarg, size_t usize,
@@ -456,6 +479,8 @@ bool mpp_populate_ready(struct mpp_request *req);
 bool mpp_populate_orphaned(struct mpp_request *req);
 bool mpp_populate_resumable(struct mpp_request *req);
 int mpp_populate_abandon(struct mpp_request *req);
+const struct mpp_result *mpp_populate_result(const struct mpp_request *req,
+					     struct mpp_result *res);
 
 /* A reference of the caller, the file or a worker is let go */
 static inline void mpp_request_put(struct mpp_request *req)

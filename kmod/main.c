@@ -293,13 +293,13 @@ static int mpp_file_give_up_left(struct file *file, struct mpp_request *req)
  * result.
  */
 static int mpp_call_end(const struct mpp_call *call,
-			const struct mpp_request *req, int ret)
+			const struct mpp_result *res, int ret)
 {
 	if (!call->uargs)
 		return ret;
-	ret = mpp_uapi_populate_put(call, req, ret);
-	if (req)
-		mpp_stats_account(req->out.populated, req->nsecs, ret);
+	ret = mpp_uapi_populate_put(call, res, ret);
+	if (res)
+		mpp_stats_account(res->populated, res->nsecs, ret);
 	return ret;
 }
 
@@ -308,6 +308,7 @@ static long memprepop_ioctl_populate(struct file *file, void __user *uarg,
 {
 	struct mpp_file *f = file->private_data;
 	struct mpp_request *req = NULL;
+	struct mpp_result res;
 	struct mpp_call call;
 	int ret;
 
@@ -363,7 +364,8 @@ out_sync:
 	}
 out_end:
 	/* Without a request, the outputs of nothing */
-	ret = mpp_call_end(&call, req, ret);
+	ret = mpp_call_end(&call, req ? mpp_populate_result(req, &res) : NULL,
+			   ret);
 	if (req)
 		mpp_request_put(req);
 out_release:
@@ -377,6 +379,7 @@ static long memprepop_ioctl_wait(struct file *file, void __user *uarg,
 	struct mpp_file *f = file->private_data;
 	struct memprepop_wait args;
 	struct mpp_request *req;
+	struct mpp_result res;
 	int ret;
 
 	ret = mpp_uapi_wait_get(uarg, usize, &args);
@@ -391,7 +394,8 @@ static long memprepop_ioctl_wait(struct file *file, void __user *uarg,
 	/* Not done yet, or to stop first (then the wait starts again) */
 	if (ret == -EAGAIN || ret == -ERESTARTNOINTR)
 		goto out_keep;
-	args.result = mpp_call_end(&req->call, req, ret);
+	args.result = mpp_call_end(&req->call, mpp_populate_result(req, &res),
+				   ret);
 	/* Dying: the release of the file will see to the request */
 	if (args.result == -EINTR && fatal_signal_pending(current)) {
 		ret = -EINTR;

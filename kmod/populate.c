@@ -361,6 +361,27 @@ int mpp_populate_abandon(struct mpp_request *req)
 }
 
 /**
+ * mpp_populate_result() - what a request that is over reports
+ * @req: the request, mpp_populate_finish() having returned its result
+ * @res: filled in; it points into @req, for as long as @req is held
+ *
+ * Return: @res.
+ */
+const struct mpp_result *mpp_populate_result(const struct mpp_request *req,
+					     struct mpp_result *res)
+{
+	*res = (struct mpp_result) {
+		.ranges = req->call.ranges, .nr_ranges = req->call.nr_ranges,
+		.populated = req->out.populated, .nsecs = req->nsecs,
+		.done = atomic64_read(&req->out.bytes_done),
+		.workers = req->crew.nr_workers ?: 1,
+		.node_pages = req->out.node_pages,
+		.nr_stat_nodes = req->out.nr_stat_nodes,
+	};
+	return res;
+}
+
+/**
  * mpp_populate() - a synchronous call, from start to end
  * @call: the call, as the edge read it, with ranges; its request takes them
  *	over

@@ -282,12 +282,12 @@ bool mpp_uapi_call_same(const struct mpp_call *a, const struct mpp_call *b)
 
 /* Each range's outcome into the caller's array: 0 or -EFAULT */
 static int mpp_uapi_ranges_put(const struct mpp_call *call,
-			       const struct mpp_request *req)
+			       const struct mpp_result *res)
 {
 	unsigned int i;
 
-	for (i = 0; call->uranges && i < req->call.nr_ranges; i++) {
-		const struct mpp_range *range = &req->call.ranges[i];
+	for (i = 0; call->uranges && i < res->nr_ranges; i++) {
+		const struct mpp_range *range = &res->ranges[i];
 		struct memprepop_range __user *ur = (void __user *)
 			(call->uranges + (size_t)i * call->range_size);
 
@@ -312,39 +312,37 @@ static int mpp_uapi_field_put(const struct mpp_call *call, size_t off,
 /**
  * mpp_uapi_populate_put() - every output of a populate call
  * @call: the call
- * @req: its request, over (mpp_populate_finish() returned its result), or
- *	NULL when the call failed or had nothing to do before it had one
+ * @res: what it did, once it is over, or NULL when it failed or had
+ *	nothing to do before it ran
  * @ret: the call's result so far
  *
- * The structure's @populated, @workers and @nsecs, and, with a request,
- * each range's @populated and @error, the node counts and @control's last
- * word on progress (a cancel this late changes nothing). The same for
- * synchronous and background calls and for a call that failed: without a
- * request the structure's outputs are zero, as are the ranges' and the
- * node counts, which were zeroed when they were read.
+ * The structure's @populated, @workers and @nsecs, and, with @res, each
+ * range's @populated and @error, the node counts and @control's last word
+ * on progress (a cancel this late changes nothing). The same for
+ * synchronous and background calls, calls with workers or without, and
+ * calls that failed: without @res the structure's outputs are zero, as are
+ * the ranges' and the node counts, which were zeroed when they were read.
  *
  * Return: @ret, or -EFAULT when an output was not writable and @ret is not
  * -EINTR.
  */
 int mpp_uapi_populate_put(const struct mpp_call *call,
-			  const struct mpp_request *req, int ret)
+			  const struct mpp_result *res, int ret)
 {
 	u64 populated = 0, nsecs = 0;
 	u32 workers = 0;
 	int err = 0;
 
-	if (req) {
-		populated = req->out.populated;
-		nsecs = req->nsecs;
-		workers = req->crew.nr_workers ?: 1;
-		err = mpp_uapi_ranges_put(call, req);
-		if (req->out.nr_stat_nodes &&
-		    copy_to_user(call->unode_pages, req->out.node_pages,
-				 req->out.nr_stat_nodes * sizeof(u64)))
+	if (res) {
+		populated = res->populated;
+		nsecs = res->nsecs;
+		workers = res->workers;
+		err = mpp_uapi_ranges_put(call, res);
+		if (res->nr_stat_nodes &&
+		    copy_to_user(call->unode_pages, res->node_pages,
+				 res->nr_stat_nodes * sizeof(u64)))
 			err = -EFAULT;
-		if (call->control &&
-		    put_user(atomic64_read(&req->out.bytes_done),
-			     &call->control->done))
+		if (call->control && put_user(res->done, &call->control->done))
 			err = -EFAULT;
 	}
 	if (mpp_uapi_field_put(call,
