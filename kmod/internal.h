@@ -6,6 +6,8 @@
  *   main.c      the device, its files and ioctls
  *   populate.c  the job: a request's life, its start, the caller's share,
  *               its end
+ *   alone.c     a call too small for a worker, done by its caller without
+ *               a request
  *   workers.c   the crew: how many workers on which node, found, started,
  *               killed, and telling whoever waits for them
  *   pool.c      the threads of a process, bounded and kept; their work in
@@ -453,6 +455,30 @@ struct mpp_request {
 	unsigned long next_sync;
 };
 
+/**
+ * struct mpp_alone - a call its caller does alone (alone.c), on its stack
+ * @id: the caller's identity, which each mapping is checked against
+ * @fault: what the caller faults with
+ * @killed: cancelled, or @control failed: nothing more is faulted
+ * @abort_err: then -ECANCELED or -EFAULT
+ * @bytes_done: bytes populated so far
+ * @node_pages: pages counted per node, or NULL for no statistics
+ * @control: where the caller follows the progress, or NULL
+ * @t0: when the call started, ktime_get_ns()
+ * @next_sync: jiffies when the caller next pauses
+ */
+struct mpp_alone {
+	struct mpp_identity id;
+	struct mpp_fault_ctx fault;
+	bool killed;
+	int abort_err;
+	atomic64_t bytes_done;
+	u64 *node_pages;
+	struct memprepop_control __user *control;
+	u64 t0;
+	unsigned long next_sync;
+};
+
 /* uapi.c: every copy from and to user space of the ioctls */
 int mpp_uapi_info_put(void __user *uarg, size_t usize);
 int mpp_uapi_call_get(struct mpp_call *call, void __user *uarg, size_t usize);
@@ -481,6 +507,13 @@ bool mpp_populate_resumable(struct mpp_request *req);
 int mpp_populate_abandon(struct mpp_request *req);
 const struct mpp_result *mpp_populate_result(const struct mpp_request *req,
 					     struct mpp_result *res);
+
+/* alone.c */
+bool mpp_call_alone(const struct mpp_call *call);
+int mpp_alone_init(struct mpp_alone *a, const struct mpp_call *call);
+int mpp_alone_run(struct mpp_alone *a, struct mpp_call *call,
+		  struct mpp_result *res);
+void mpp_alone_destroy(struct mpp_alone *a);
 
 /* A reference of the caller, the file or a worker is let go */
 static inline void mpp_request_put(struct mpp_request *req)

@@ -303,6 +303,29 @@ static int mpp_call_end(const struct mpp_call *call,
 	return ret;
 }
 
+/*
+ * A synchronous call too small for any worker: its caller's alone
+ * (alone.c), without a request. Returns its result, its outputs written,
+ * or -ERESTARTNOINTR, nothing written, for the syscall to make it anew once
+ * the thread has taken its signal.
+ */
+static int mpp_file_call_alone(struct mpp_file *f, struct mpp_call *call)
+{
+	struct mpp_result res;
+	struct mpp_alone a;
+	int ret;
+
+	ret = mpp_alone_init(&a, call);
+	if (ret)
+		return mpp_call_end(call, NULL, ret);
+	ret = mpp_alone_run(&a, call, &res);
+	mpp_pools_trim(&f->pools);
+	if (ret != -ERESTARTNOINTR)
+		ret = mpp_call_end(call, &res, ret);
+	mpp_alone_destroy(&a);
+	return ret;
+}
+
 static long memprepop_ioctl_populate(struct file *file, void __user *uarg,
 				     size_t usize)
 {
@@ -329,6 +352,10 @@ static long memprepop_ioctl_populate(struct file *file, void __user *uarg,
 			goto out_release;
 		if (ret)
 			goto out_end;
+	}
+	if (mpp_call_alone(&call)) {
+		ret = mpp_file_call_alone(f, &call);
+		goto out_release;
 	}
 	if (!(call.flags & MEMPREPOP_F_BACKGROUND)) {
 		req = mpp_populate(&call, &f->pools, &ret);

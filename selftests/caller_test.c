@@ -789,11 +789,15 @@ static void *cancel_later(void *arg)
 /*
  * Progress and cancel work in the caller's own work too: a postcopy-like
  * range that only the caller faults reports progress, and a cancel ends
- * the call within 100 ms (plus what one page costs) with ECANCELED.
+ * the call within 100 ms (plus what one page costs) with ECANCELED. Of
+ * @len: 8 MiB makes a call with a request whose one segment is the
+ * caller's; 4 MiB, less than one worker's share, a call its caller does
+ * alone, without a request (kmod/alone.c).
  */
-TEST_F_TIMEOUT(caller, cancel_while_only_the_caller_faults, SLOW)
+static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
+					   size_t len)
 {
-	size_t len = 8 * MiB, off;
+	size_t off;
 	struct memprepop_control ctl = { 0 };
 	/* Each fault answered after 1 ms, as a slow postcopy source would */
 	struct uffd_server h = { .delay = 1000 };
@@ -833,6 +837,126 @@ TEST_F_TIMEOUT(caller, cancel_while_only_the_caller_faults, SLOW)
 	close(h.uffd);
 	munmap(p, len);
 	close(fd);
+}
+
+TEST_F_TIMEOUT(caller, cancel_while_only_the_caller_faults, SLOW)
+{
+	cancel_while_the_caller_faults(_metadata, 8 * MiB);
+}
+
+TEST_F_TIMEOUT(caller, cancel_while_the_caller_faults_alone, SLOW)
+{
+	cancel_while_the_caller_faults(_metadata, 4 * MiB);
+}
+
+/*
+ * In a child: 4 MiB over a userfaultfd-armed mapping whose handler, a
+ * process of its own (a stop of the caller's process does not stop it),
+ * answers each fault after 2 ms, through the ioctl (less than one worker's
+ * share: a call its caller does alone) or with madvise(). Exits 0 once
+ * every page is there and the call said so, 4 without userfaultfd, 1
+ * otherwise.
+ */
+static void slow_small_call_child(bool by_ioctl, int ready)
+{
+	size_t len = 4 * MiB;
+	struct uffd_server h = { .delay = 2000 };
+	struct memprepop_populate req;
+	char *p = map_anon(len);
+	int fd = open_dev(), ret;
+	pid_t server;
+
+	h.uffd = p ? uffd_arm(p, len, 0) : -1;
+	if (h.uffd < 0 || fd < 0)
+		_exit(4);
+	server = fork();
+	if (!server) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		uffd_serve_all(&h);
+		_exit(0);
+	}
+	if (server < 0 || write(ready, "", 1) != 1)
+		_exit(1);
+	if (by_ioctl)
+		ret = ioc_populate(fd, p, len, 0, &req) ?:
+		      (req.populated == len ? 0 : -EIO);
+	else
+		ret = madvise_populate_write(p, len);
+	kill(server, SIGKILL);
+	_exit(!ret && present_pages(p, len) == len / page_size() ? 0 : 1);
+}
+
+/*
+ * Seconds from SIGSTOP, 300 ms into the child's call, to waitpid()'s report
+ * of the stop (-1: none within 10 s); then it is let go, and *@status is
+ * how it ended
+ */
+static double stop_during_slow_call(bool by_ioctl, int *status)
+{
+	int ready[2];
+	double t0, stopped = -1;
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -2;
+	pid = fork();
+	if (!pid)
+		slow_small_call_child(by_ioctl, ready[1]);
+	close(ready[1]);
+	if (pid < 0 || read(ready[0], &c, 1) != 1) {
+		close(ready[0]);
+		*status = 4 << 8;
+		if (pid > 0)
+			waitpid(pid, status, 0);
+		return -2;
+	}
+	close(ready[0]);
+	usleep(300 * 1000);
+	t0 = now();
+	kill(pid, SIGSTOP);
+	while (now() - t0 < 10) {
+		pid_t got = waitpid(pid, status, WUNTRACED | WNOHANG);
+
+		if (got == pid && WIFSTOPPED(*status)) {
+			stopped = now() - t0;
+			break;
+		}
+		if (got == pid)
+			return -3;
+		usleep(2 * 1000);
+	}
+	kill(pid, SIGCONT);
+	waitpid(pid, status, 0);
+	return stopped;
+}
+
+/*
+ * A call its caller does alone leaves for a stop as a call with workers
+ * does: SIGSTOP 300 ms into 4 MiB of slow userfaultfd faults (2 s of them)
+ * stops the process at the caller's next pause, within 100 ms and a page
+ * (bound: 0.6 s, against the 1.7 s the call has left); after SIGCONT the
+ * restarted call makes it anew and ends with every page there. madvise()
+ * under the same stop is timed and logged: it holds the stop until its
+ * end.
+ */
+TEST_F_TIMEOUT(caller, stop_during_a_call_alone, SLOW)
+{
+	int st_ioctl = 0, st_madvise = 0;
+	double by_ioctl = stop_during_slow_call(true, &st_ioctl);
+	double by_madvise = stop_during_slow_call(false, &st_madvise);
+
+	if (WIFEXITED(st_ioctl) && WEXITSTATUS(st_ioctl) == 4)
+		SKIP(return, "no userfaultfd");
+	TH_LOG("stopped %.3f s after SIGSTOP with the ioctl, %.3f s with madvise (exits %d, %d)",
+	       by_ioctl, by_madvise, WIFEXITED(st_ioctl) ?
+	       WEXITSTATUS(st_ioctl) : -1, WIFEXITED(st_madvise) ?
+	       WEXITSTATUS(st_madvise) : -1);
+	EXPECT_LE(0, by_ioctl);
+	EXPECT_GT(0.6, by_ioctl);
+	ASSERT_TRUE(WIFEXITED(st_ioctl));
+	EXPECT_EQ(0, WEXITSTATUS(st_ioctl));
+	EXPECT_TRUE(WIFEXITED(st_madvise) && !WEXITSTATUS(st_madvise));
 }
 
 /*
@@ -978,11 +1102,12 @@ out:
  * in the fault of its first page; a cancel, then the handler gone. That
  * fault then maps a huge page (where THP is on and one is free), the call
  * stops after it with ECANCELED, and populated is exactly the pages present
- * from the start: 2 MiB, not the one page the fault was asked for.
+ * from the start: 2 MiB, not the one page the fault was asked for. With a
+ * request (8 MiB) and without (4 MiB, the caller's alone).
  */
-TEST_F_TIMEOUT(caller, cancel_after_a_huge_page_fault_is_exact, SLOW)
+static void cancel_after_a_huge_page_fault(struct __test_metadata *_metadata,
+					   size_t len)
 {
-	size_t len = 8 * MiB;
 	struct memprepop_control ctl = { 0 };
 	struct canceller c = { .ctl = &ctl, .release = true };
 	struct memprepop_populate req = { 0 };
@@ -1013,6 +1138,16 @@ TEST_F_TIMEOUT(caller, cancel_after_a_huge_page_fault_is_exact, SLOW)
 	EXPECT_EQ(present_prefix(p, len), req.populated);
 	munmap(raw, len + HPAGE);
 	close(fd);
+}
+
+TEST_F_TIMEOUT(caller, cancel_after_a_huge_page_fault_is_exact, SLOW)
+{
+	cancel_after_a_huge_page_fault(_metadata, 8 * MiB);
+}
+
+TEST_F_TIMEOUT(caller, cancel_alone_after_a_huge_page_fault_is_exact, SLOW)
+{
+	cancel_after_a_huge_page_fault(_metadata, 4 * MiB);
 }
 
 /* --- equal to madvise on the same mapping ---------------------------------- */
