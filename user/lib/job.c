@@ -44,7 +44,53 @@ struct mpl_job {
 
 	uint64_t *counts;	/* per thread, nr_nodes each: scratch */
 	unsigned int nr_nodes;
+	void *state;		/* the block all of the above live in */
 };
+
+/*
+ * Room for @n entries of @size bytes at the end of a block of *@len bytes,
+ * aligned for them: their offset, *@len grown; SIZE_MAX on an overflow
+ */
+static size_t mpl_block_add(size_t *len, size_t n, size_t size)
+{
+	size_t at = (*len + size - 1) / size * size, bytes;
+
+	if (at < *len || __builtin_mul_overflow(n, size, &bytes) ||
+	    __builtin_add_overflow(at, bytes, len))
+		return SIZE_MAX;
+	return at;
+}
+
+/*
+ * The job's per-chunk and per-range state and its scratch counts, in one
+ * allocation: a small call's cost beside madvise() is mostly allocations.
+ * 0 or -ENOMEM.
+ */
+static int mpl_job_alloc_state(struct mpl_job *job, unsigned int nr,
+			       size_t nr_counts)
+{
+	size_t len = 0, nchunks = job->plan.nchunks + 1;
+	size_t stop_at = mpl_block_add(&len, nr + 1, sizeof(*job->stop_at));
+	size_t counts = mpl_block_add(&len, nr_counts, sizeof(*job->counts));
+	size_t err = mpl_block_add(&len, nr + 1, sizeof(*job->err));
+	size_t claimed = mpl_block_add(&len, nchunks, 1);
+	size_t done = mpl_block_add(&len, nchunks, 1);
+	char *block;
+
+	if (stop_at == SIZE_MAX || counts == SIZE_MAX || err == SIZE_MAX ||
+	    claimed == SIZE_MAX || done == SIZE_MAX)
+		return -ENOMEM;
+	block = calloc(1, len);
+	if (!block)
+		return -ENOMEM;
+	job->state = block;
+	job->stop_at = (size_t *)(block + stop_at);
+	job->counts = (uint64_t *)(block + counts);
+	job->err = (int *)(block + err);
+	job->claimed = (unsigned char *)(block + claimed);
+	job->done = (unsigned char *)(block + done);
+	return 0;
+}
 
 /* Largest prefix of [p, p + len) that MADV_POPULATE_WRITE accepts */
 static size_t mpl_good_prefix(const struct mpl_target *target, char *p,
@@ -188,11 +234,7 @@ void mpl_job_free(struct mpl_job *job)
 	if (job->own_pool)
 		mpl_pool_free(job->pool);
 	mpl_plan_free(&job->plan);
-	free(job->claimed);
-	free(job->done);
-	free(job->stop_at);
-	free(job->err);
-	free(job->counts);
+	free(job->state);
 	pthread_mutex_destroy(&job->lock);
 	free(job);
 }
@@ -237,16 +279,10 @@ int mpl_job_start(struct mpl_job **jobp, struct mpl_pool *pool,
 	if (ret)
 		goto fail;
 	nthreads = job->plan.nthreads;
-	ret = -ENOMEM;
-	job->claimed = calloc(job->plan.nchunks + 1, 1);
-	job->done = calloc(job->plan.nchunks + 1, 1);
-	job->stop_at = calloc(req->nr + 1, sizeof(*job->stop_at));
-	job->err = calloc(req->nr + 1, sizeof(*job->err));
-	job->counts = calloc((size_t)(nthreads ? nthreads : 1) *
-			     (job->nr_nodes ? job->nr_nodes : 1),
-			     sizeof(*job->counts));
-	if (!job->claimed || !job->done || !job->stop_at || !job->err ||
-	    !job->counts)
+	ret = mpl_job_alloc_state(job, req->nr,
+				  (size_t)(nthreads ? nthreads : 1) *
+				  (job->nr_nodes ? job->nr_nodes : 1));
+	if (ret)
 		goto fail;
 	for (r = 0; r < req->nr; r++)
 		job->stop_at[r] = req->work[r].len;

@@ -42,9 +42,12 @@ struct mpl_numa {
 
 bool mpl_plan_serves(const struct mpl_plan *plan, size_t chunk, int node)
 {
-	const struct bitmask *set = plan->sets[plan->chunks[chunk].set];
+	const struct bitmask *set;
 
-	return node < 0 || !set || numa_bitmask_isbitset(set, node);
+	if (node < 0)
+		return true;
+	set = plan->sets[plan->chunks[chunk].set];
+	return !set || numa_bitmask_isbitset(set, node);
 }
 
 /* The nodes a policy places pages on, as the caller's own fault would */
@@ -212,12 +215,14 @@ static int mpl_plan_one_set(struct mpl_plan *plan, unsigned int n)
 /*
  * Work the caller does alone (mpl_plan_alone()): no thread, every chunk
  * its own. Where its CPUs are and what its policies say change nothing
- * then, so none of them is read: a small call costs madvise() plus the
- * library's bookkeeping, not four more system calls.
+ * then, so none of them is read, and no set or thread is allocated: a
+ * small call costs madvise() plus the library's bookkeeping, not four more
+ * system calls.
  */
 static int mpl_plan_caller(struct mpl_plan *plan)
 {
-	return mpl_plan_one_set(plan, 0);
+	plan->nthreads = 0;
+	return 0;
 }
 
 /* Without NUMA: threads anywhere the caller may run, any chunk theirs */
@@ -243,20 +248,29 @@ static int mpl_plan_flat(struct mpl_plan *plan, const cpu_set_t *allowed,
 	return 0;
 }
 
-/* Cuts the ranges into chunks at MPL_CHUNK boundaries, range by range */
+/*
+ * Cuts the ranges into chunks at MPL_CHUNK boundaries, range by range: the
+ * chunks, then each range's first, in one allocation
+ */
 static int mpl_plan_chunks(struct mpl_plan *plan,
 			   const struct memprepop_range *work, unsigned int nr)
 {
-	size_t n = 0, c = 0;
+	size_t n = 0, c = 0, chunks_len;
 	unsigned int r;
 
 	for (r = 0; r < nr; r++)
 		n += (work[r].addr + work[r].len + MPL_CHUNK - 1) / MPL_CHUNK -
 		     work[r].addr / MPL_CHUNK;
-	plan->chunks = calloc(n + 1, sizeof(*plan->chunks));
-	plan->first = calloc(nr + 1, sizeof(*plan->first));
-	if (!plan->chunks || !plan->first)
+	if (n >= SIZE_MAX / sizeof(*plan->chunks) ||
+	    (n + 1) * sizeof(*plan->chunks) >
+	    SIZE_MAX - ((size_t)nr + 1) * sizeof(*plan->first))
 		return -ENOMEM;
+	chunks_len = (n + 1) * sizeof(*plan->chunks);
+	plan->chunks = calloc(1, chunks_len +
+			      ((size_t)nr + 1) * sizeof(*plan->first));
+	if (!plan->chunks)
+		return -ENOMEM;
+	plan->first = (size_t *)((char *)plan->chunks + chunks_len);
 	for (r = 0; r < nr; r++) {
 		uint64_t at = work[r].addr, end = at + work[r].len;
 
@@ -512,8 +526,8 @@ void mpl_plan_free(struct mpl_plan *plan)
 	if (plan->task_nodes)
 		numa_bitmask_free(plan->task_nodes);
 	free(plan->sets);
+	/* plan->first is in the same block */
 	free(plan->chunks);
-	free(plan->first);
 	free(plan->thread_node);
 	free(plan->thread_cpus);
 	memset(plan, 0, sizeof(*plan));

@@ -67,8 +67,8 @@ void mpl_result_copy(struct memprepop_result *res,
 
 void mpl_req_free(struct mpl_req *req)
 {
+	/* req->index is in the same block */
 	free(req->work);
-	free(req->index);
 	free(req->node_pages);
 	memset(req, 0, sizeof(*req));
 }
@@ -126,13 +126,15 @@ int mpl_req_prepare(struct mpl_req *req, struct mpl_target *target,
 	ret = nr ? mpl_target_prepare(target) : 0;
 	if (ret)
 		return ret;
-	req->work = calloc(nr + 1, sizeof(*req->work));
-	req->index = calloc(nr + 1, sizeof(*req->index));
+	/* The work, then each entry's index, in one allocation */
+	req->work = calloc((size_t)nr + 1,
+			   sizeof(*req->work) + sizeof(*req->index));
+	if (req->work)
+		req->index = (unsigned int *)(req->work + nr + 1);
 	if (opts->node_pages)
 		req->node_pages = calloc(2 * (size_t)opts->nr_nodes,
 					 sizeof(*req->node_pages));
-	if (!req->work || !req->index ||
-	    (opts->node_pages && !req->node_pages)) {
+	if (!req->work || (opts->node_pages && !req->node_pages)) {
 		mpl_req_free(req);
 		return -ENOMEM;
 	}
