@@ -99,7 +99,9 @@ void mpp_alone_destroy(struct mpp_alone *a)
  * read through fails the call with EFAULT); then, is the caller to leave?
  * Returns 0 to go on (the call perhaps cancelled: @a->killed), -EINTR at a
  * fatal signal, or -ERESTARTNOINTR at another once the call has run
- * MPP_SYNC_MS.
+ * MPP_SYNC_MS. A cancelled call is not left: what is left of it faults
+ * nothing, and a call made anew would read the cancel only MPP_SYNC_MS
+ * later, and leave again if a signal were pending then.
  */
 static int mpp_alone_pause(struct mpp_alone *a)
 {
@@ -121,6 +123,8 @@ static int mpp_alone_pause(struct mpp_alone *a)
 		return 0;
 	if (fatal_signal_pending(current))
 		return -EINTR;
+	if (a->killed)
+		return 0;
 	if (ktime_get_ns() - a->t0 >= MPP_SYNC_MS * NSEC_PER_MSEC)
 		return -ERESTARTNOINTR;
 	return 0;

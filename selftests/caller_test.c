@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -786,16 +787,41 @@ static void *cancel_later(void *arg)
 	return NULL;
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * SIGALRM every @ms ms (0: none), to the one thread that does not block it,
+ * handled and returned from, as a profiler's or a language runtime's
+ * signals are
+ */
+static void steady_signals(unsigned int ms)
+{
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = {
+		.it_interval = { .tv_usec = ms * 1000 },
+		.it_value = { .tv_usec = ms * 1000 },
+	};
+
+	if (ms)
+		sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
 /*
  * Progress and cancel work in the caller's own work too: a postcopy-like
  * range that only the caller faults reports progress, and a cancel ends
  * the call within 100 ms (plus what one page costs) with ECANCELED. Of
  * @len: 8 MiB makes a call with a request whose one segment is the
  * caller's; 4 MiB, less than one worker's share, a call its caller does
- * alone, without a request (kmod/alone.c).
+ * alone, without a request (kmod/alone.c). With @signal_ms, the calling
+ * thread takes a signal that often meanwhile, each making it leave the
+ * call and restart it: the cancel still ends it as soon.
  */
 static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
-					   size_t len)
+					   size_t len, unsigned int signal_ms)
 {
 	size_t off;
 	struct memprepop_control ctl = { 0 };
@@ -803,6 +829,7 @@ static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
 	struct uffd_server h = { .delay = 1000 };
 	struct canceller c = { .ctl = &ctl };
 	struct memprepop_populate req = { 0 };
+	sigset_t alrm;
 	pthread_t ht, ct;
 	double end;
 	int fd = open_dev(), ret;
@@ -813,13 +840,20 @@ static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
 	h.uffd = uffd_arm(p, len, 0);
 	if (h.uffd < 0)
 		SKIP(return, "userfaultfd: %s", strerror(errno));
+	/* The other threads block SIGALRM: it is the caller's */
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	pthread_sigmask(SIG_BLOCK, &alrm, NULL);
 	ASSERT_EQ(0, pthread_create(&ht, NULL, uffd_serve_all, &h));
 	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
+	pthread_sigmask(SIG_UNBLOCK, &alrm, NULL);
+	steady_signals(signal_ms);
 	req.addr = (uintptr_t)p;
 	req.len = len;
 	req.control = (uintptr_t)&ctl;
 	ret = ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
 	end = now();
+	steady_signals(0);
 	pthread_join(ct, NULL);
 	h.stop = true;
 	pthread_join(ht, NULL);
@@ -841,12 +875,22 @@ static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(caller, cancel_while_only_the_caller_faults, SLOW)
 {
-	cancel_while_the_caller_faults(_metadata, 8 * MiB);
+	cancel_while_the_caller_faults(_metadata, 8 * MiB, 0);
 }
 
 TEST_F_TIMEOUT(caller, cancel_while_the_caller_faults_alone, SLOW)
 {
-	cancel_while_the_caller_faults(_metadata, 4 * MiB);
+	cancel_while_the_caller_faults(_metadata, 4 * MiB, 0);
+}
+
+TEST_F_TIMEOUT(caller, cancel_under_steady_signals, SLOW)
+{
+	cancel_while_the_caller_faults(_metadata, 8 * MiB, 20);
+}
+
+TEST_F_TIMEOUT(caller, cancel_alone_under_steady_signals, SLOW)
+{
+	cancel_while_the_caller_faults(_metadata, 4 * MiB, 20);
 }
 
 /*
