@@ -221,6 +221,9 @@ static int mpp_outcome_error(struct mpp_request *req,
 		return range->bad;
 	if (end == range->end)
 		return 0;
+	/* Populated up to its own failure: its errno, cancelled or not */
+	if (end == range->stop_at)
+		return range->err;
 	if (req->out.abort_err)
 		return req->out.abort_err;
 	if (range->stop_at < range->end)
