@@ -662,5 +662,6 @@ struct attribute_group;
 extern const struct attribute_group *memprepop_stats_groups[];
 void mpp_stats_account(u64 populated, u64 nsecs, int ret);
 void mpp_stats_workers(unsigned int created, unsigned int reused);
+void mpp_stats_alone(void);
 
 #endif /* _MEMPREPOP_INTERNAL_H */

@@ -320,8 +320,10 @@ static int mpp_file_call_alone(struct mpp_file *f, struct mpp_call *call)
 		return mpp_call_end(call, NULL, ret);
 	ret = mpp_alone_run(&a, call, &res);
 	mpp_pools_trim(&f->pools);
-	if (ret != -ERESTARTNOINTR)
+	if (ret != -ERESTARTNOINTR) {
 		ret = mpp_call_end(call, &res, ret);
+		mpp_stats_alone();
+	}
 	mpp_alone_destroy(&a);
 	return ret;
 }

@@ -10,9 +10,10 @@
 #include "internal.h"
 
 static atomic64_t mpp_calls, mpp_failed, mpp_interrupted, mpp_bytes,
-		  mpp_nsecs, mpp_workers_started, mpp_workers_reused;
+		  mpp_nsecs, mpp_workers_started, mpp_workers_reused,
+		  mpp_calls_alone;
 
-/* A call that had a request is over: @populated bytes in @nsecs */
+/* A call is over, with or without a request: @populated bytes in @nsecs */
 void mpp_stats_account(u64 populated, u64 nsecs, int ret)
 {
 	atomic64_inc(&mpp_calls);
@@ -22,6 +23,12 @@ void mpp_stats_account(u64 populated, u64 nsecs, int ret)
 		atomic64_inc(&mpp_failed);
 	atomic64_add(populated, &mpp_bytes);
 	atomic64_add(nsecs, &mpp_nsecs);
+}
+
+/* A call its caller did alone (alone.c) is over */
+void mpp_stats_alone(void)
+{
+	atomic64_inc(&mpp_calls_alone);
 }
 
 void mpp_stats_workers(unsigned int created, unsigned int reused)
@@ -45,6 +52,7 @@ MPP_STAT_ATTR(bytes_populated, mpp_bytes);
 MPP_STAT_ATTR(nsecs, mpp_nsecs);
 MPP_STAT_ATTR(workers_started, mpp_workers_started);
 MPP_STAT_ATTR(workers_reused, mpp_workers_reused);
+MPP_STAT_ATTR(calls_alone, mpp_calls_alone);
 
 static struct attribute *mpp_stats_attrs[] = {
 	&dev_attr_calls.attr,
@@ -54,6 +62,7 @@ static struct attribute *mpp_stats_attrs[] = {
 	&dev_attr_nsecs.attr,
 	&dev_attr_workers_started.attr,
 	&dev_attr_workers_reused.attr,
+	&dev_attr_calls_alone.attr,
 	NULL,
 };
 

@@ -829,6 +829,7 @@ static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
 	struct uffd_server h = { .delay = 1000 };
 	struct canceller c = { .ctl = &ctl };
 	struct memprepop_populate req = { 0 };
+	long alone0 = calls_alone();
 	sigset_t alrm;
 	pthread_t ht, ct;
 	double end;
@@ -861,6 +862,8 @@ static void cancel_while_the_caller_faults(struct __test_metadata *_metadata,
 	       (unsigned long long)c.done_before, (end - c.at) * 1000,
 	       (unsigned long long)req.populated);
 	EXPECT_EQ(-ECANCELED, ret);
+	/* The call went the way its size says (done alone: stats, once) */
+	EXPECT_EQ(len < 8 * MiB, calls_alone() - alone0);
 	EXPECT_LT(0, c.done_before);
 	EXPECT_GT(0.1 + 0.05, end - c.at);
 	EXPECT_GT(len, req.populated);
@@ -910,6 +913,7 @@ static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
 	struct canceller c = { .ctl = &ctl };
 	struct memprepop_populate req = { 0 };
 	struct memprepop_range r[2] = { 0 };
+	long alone0 = calls_alone();
 	int fd = open_dev(), ret, madv_err;
 	char *hole = map_anon(128 * KiB), *p = map_anon(len);
 	pthread_t ht, ct;
@@ -947,6 +951,7 @@ static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
 	EXPECT_EQ(-ECANCELED, r[1].error);
 	EXPECT_GT(len, r[1].populated);
 	EXPECT_EQ(-madv_err, ret);
+	EXPECT_EQ(len < 8 * MiB, calls_alone() - alone0);
 	close(h.uffd);
 	munmap(hole + 64 * KiB, 64 * KiB);
 	munmap(p, len);
@@ -1225,6 +1230,7 @@ static void cancel_after_a_huge_page_fault(struct __test_metadata *_metadata,
 	struct memprepop_control ctl = { 0 };
 	struct canceller c = { .ctl = &ctl, .release = true };
 	struct memprepop_populate req = { 0 };
+	long alone0 = calls_alone();
 	int fd = open_dev(), ret;
 	char *raw, *p;
 	pthread_t ct;
@@ -1248,6 +1254,7 @@ static void cancel_after_a_huge_page_fault(struct __test_metadata *_metadata,
 	       (unsigned long long)req.populated, present_prefix(p, len),
 	       smaps_field_kb(p, "AnonHugePages"));
 	EXPECT_EQ(-ECANCELED, ret);
+	EXPECT_EQ(len < 8 * MiB, calls_alone() - alone0);
 	EXPECT_LT(0, req.populated);
 	EXPECT_EQ(present_prefix(p, len), req.populated);
 	munmap(raw, len + HPAGE);

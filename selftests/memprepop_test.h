@@ -509,6 +509,12 @@ static inline long workers_reused(void)
 	return read_long("/sys/class/misc/memprepop/stats/workers_reused");
 }
 
+/* Calls their caller did alone, without workers (kmod/alone.c) */
+static inline long calls_alone(void)
+{
+	return read_long("/sys/class/misc/memprepop/stats/calls_alone");
+}
+
 /* Pass descriptor @fd over the socket @sock: 0, or -1 */
 static inline int send_fd(int sock, int fd)
 {
