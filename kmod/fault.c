@@ -5,6 +5,7 @@
  */
 #include <linux/mm.h>
 #include <linux/mmu_context.h>
+#include <linux/hugetlb.h>
 #include <linux/sched/signal.h>
 #include <linux/userfaultfd_k.h>
 
@@ -211,15 +212,17 @@ static int mpp_walk_batch(struct mpp_walk *w)
  * Where a walk stops inside its chunk (a cancel, a hand-back), its last
  * fault may have mapped more than it asked for: a transparent huge page
  * that its batch ended inside, which a single-page batch in a
- * userfaultfd-armed mapping does once the handler is gone. The walk moves
- * past the pages that are populated writable up to the next PMD boundary,
- * in a mapping it may populate, looked up without faulting (FOLL_NOFAULT),
- * so that it stops exactly at the first page not populated; they count as
- * found. Returns true when that is the chunk's end: the chunk is complete.
+ * userfaultfd-armed mapping does once the handler is gone, or a hugetlb
+ * page, of which a batch walks 2 MiB. The walk moves past the pages that
+ * are populated writable up to the end of the huge page it is in (the
+ * next PMD boundary, or the mapping's page size), in a mapping it may
+ * populate, looked up without faulting (FOLL_NOFAULT), so that it stops
+ * exactly at the first page not populated; they count as found. Returns
+ * true when that is the chunk's end: the chunk is complete.
  */
 static bool mpp_walk_settle(struct mpp_walk *w)
 {
-	unsigned long end, from = w->addr;
+	unsigned long end, huge, from = w->addr;
 	long got;
 
 	if (w->unlocked)
@@ -230,7 +233,8 @@ static bool mpp_walk_settle(struct mpp_walk *w)
 		if (!w->vma || mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma))
 			return false;
 	}
-	end = min3(ALIGN(from, PMD_SIZE), w->chunk->end, w->vma->vm_end);
+	huge = max_t(unsigned long, PMD_SIZE, vma_kernel_pagesize(w->vma));
+	end = min3(ALIGN(from, huge), w->chunk->end, w->vma->vm_end);
 	if (end <= from)
 		return false;
 	got = get_user_pages_remote(w->ctx->mm, from, (end - from) >> PAGE_SHIFT,

@@ -1271,6 +1271,51 @@ TEST_F_TIMEOUT(caller, cancel_alone_after_a_huge_page_fault_is_exact, SLOW)
 	cancel_after_a_huge_page_fault(_metadata, 4 * MiB);
 }
 
+#define HUGE_1G_FREE \
+	"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
+
+/*
+ * A cancel read while a 1 GiB hugetlb page is faulted (seconds of zeroing
+ * under TCG): the walk stops a batch into the page, which is all there,
+ * and @populated counts it whole, as the page tables say, not up to the
+ * next 2 MiB boundary.
+ */
+TEST_F_TIMEOUT(caller, cancel_inside_a_1g_page_is_exact, SLOW)
+{
+	size_t len = 1024 * MiB;
+	struct memprepop_control ctl = { 0 };
+	struct canceller c = { .ctl = &ctl };
+	struct memprepop_populate req = { 0 };
+	int fd = open_dev(), mfd, ret;
+	pthread_t ct;
+	double t0;
+	char *p;
+
+	ASSERT_LE(0, fd);
+	if (read_long(HUGE_1G_FREE) < 1)
+		SKIP(return, "no free 1 GiB hugetlb page");
+	mfd = memfd_create("mpp-1g", MFD_CLOEXEC | MFD_HUGETLB | (30 << 26));
+	ASSERT_LE(0, mfd);
+	ASSERT_EQ(0, ftruncate(mfd, len));
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
+	req.addr = (uintptr_t)p;
+	req.len = len;
+	req.control = (uintptr_t)&ctl;
+	t0 = now();
+	ret = ioctl(fd, MEMPREPOP_IOC_POPULATE, &req) ? -errno : 0;
+	pthread_join(ct, NULL);
+	TH_LOG("%s after %.3f s (cancel at %.3f s): populated %llu, %zu present from the start",
+	       ret ? strerror(-ret) : "done", now() - t0, c.at - t0,
+	       (unsigned long long)req.populated, present_prefix(p, len));
+	EXPECT_TRUE(!ret || ret == -ECANCELED);
+	EXPECT_EQ(present_prefix(p, len), req.populated);
+	munmap(p, len);
+	close(mfd);
+	close(fd);
+}
+
 /* --- equal to madvise on the same mapping ---------------------------------- */
 
 #define KPF_LRU		5
