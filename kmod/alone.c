@@ -149,8 +149,10 @@ static int mpp_alone_range(struct mpp_alone *a, struct mpp_range *range)
 		range->error = range->bad;
 		return 0;
 	}
+	/* Not begun: a failure at its start is still its own */
 	if (a->killed) {
-		range->error = a->abort_err;
+		range->error = mpp_fault_check(&a->fault, range->start) ?:
+			       a->abort_err;
 		return 0;
 	}
 	for (;;) {

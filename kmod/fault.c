@@ -151,21 +151,27 @@ static int mpp_walk_relock(struct mpp_walk *w)
 }
 
 /*
- * Before a batch: is the walk to stop, and what is mapped at @w->addr?
+ * Before a batch: what is mapped at @w->addr, and is the walk to stop?
  * Returns 0 with @w->vma the mapping there, or the errno the walk stops
- * with: -EINTR, -ECANCELED, or madvise's for the mapping.
+ * with: madvise's for the mapping, which a stop does not hide (the range
+ * reached its own failure), else -EINTR or -ECANCELED.
  */
 static int mpp_walk_vma(struct mpp_walk *w)
 {
+	int err;
+
 	mmap_assert_locked(w->ctx->mm);
+	if (!w->vma || w->addr >= w->vma->vm_end) {
+		w->vma = vma_lookup(w->ctx->mm, w->addr);
+		if (!w->vma)
+			return -ENOMEM;
+		err = mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma);
+		if (err)
+			return err;
+	}
 	if (mpp_should_stop(w->ctx, w->chunk, w->addr))
 		return fatal_signal_pending(current) ? -EINTR : -ECANCELED;
-	if (w->vma && w->addr < w->vma->vm_end)
-		return 0;
-	w->vma = vma_lookup(w->ctx->mm, w->addr);
-	if (!w->vma)
-		return -ENOMEM;
-	return mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma);
+	return 0;
 }
 
 /*
@@ -246,6 +252,30 @@ static bool mpp_walk_settle(struct mpp_walk *w)
 		mpp_count_nodes(w->ctx, from, w->addr, w->node_pages);
 	atomic64_add(got * PAGE_SIZE, w->ctx->bytes_done);
 	return w->addr >= w->chunk->end;
+}
+
+/**
+ * mpp_fault_check() - what a walk would meet first at @addr
+ * @ctx: what it faults with
+ * @addr: where a range not begun starts
+ *
+ * For a range that a stopped call does not begin: its mapping's failure
+ * is its own, as the plan of a request finds it.
+ *
+ * Return: 0 where a walk could begin, madvise's errno for the mapping at
+ * @addr, or -EINTR at a fatal signal.
+ */
+int mpp_fault_check(const struct mpp_fault_ctx *ctx, unsigned long addr)
+{
+	struct vm_area_struct *vma;
+	int ret;
+
+	if (mmap_read_lock_killable(ctx->mm))
+		return -EINTR;
+	vma = vma_lookup(ctx->mm, addr);
+	ret = vma ? mpp_check_vma(ctx->id, ctx->flags, vma) : -ENOMEM;
+	mmap_read_unlock(ctx->mm);
+	return ret;
 }
 
 /**

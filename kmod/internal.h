@@ -626,6 +626,7 @@ bool mpp_policy_vma_nodes(const struct mpp_placement *place,
 			  struct vm_area_struct *vma, nodemask_t *nodes);
 
 /* fault.c */
+int mpp_fault_check(const struct mpp_fault_ctx *ctx, unsigned long addr);
 int mpp_fault_caller(const struct mpp_fault_ctx *ctx,
 		     const struct mpp_chunk *chunk, u64 *node_pages,
 		     unsigned long pause_at, unsigned long *reached);

@@ -897,22 +897,25 @@ TEST_F_TIMEOUT(caller, cancel_alone_under_steady_signals, SLOW)
 }
 
 /*
- * A range that failed on its own before a cancel keeps its errno, as
- * madvise() of it gives: ranges [a 64 KiB hole, then 64 KiB mapped] and
- * @len of slow userfaultfd faults, cancelled 300 ms in. The first range
- * fails at its start with ENOMEM (the hole is at its start so that no
- * order of the call's work can leave it short of its failure), the second
- * with ECANCELED, and the call with the first by index, whether it had a
- * request (8 MiB) or was its caller's alone (4 MiB).
+ * A range that fails on its own keeps its errno after a cancel, as
+ * madvise() of it gives: a range [a 64 KiB hole, then 64 KiB mapped] and
+ * @len of slow userfaultfd faults, in that order or, with @hole_last, the
+ * other, cancelled 300 ms in. The range with the hole fails at its start
+ * with ENOMEM (the hole is at its start so that no order of the call's
+ * work can leave it short of its failure), also when the cancel came
+ * before the call reached it; the other with ECANCELED; the call with the
+ * first by index; whether it had a request (8 MiB) or was its caller's
+ * alone (4 MiB).
  */
 static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
-				   size_t len)
+				   size_t len, bool hole_last)
 {
 	struct memprepop_control ctl = { 0 };
 	struct uffd_server h = { .delay = 1000 };
 	struct canceller c = { .ctl = &ctl };
 	struct memprepop_populate req = { 0 };
 	struct memprepop_range r[2] = { 0 };
+	struct memprepop_range *rh = &r[hole_last], *ru = &r[!hole_last];
 	long alone0 = calls_alone();
 	int fd = open_dev(), ret, madv_err;
 	char *hole = map_anon(128 * KiB), *p = map_anon(len);
@@ -922,7 +925,7 @@ static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
 	ASSERT_NE(NULL, hole);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, munmap(hole, 64 * KiB));
-	/* What madvise() says of the first range, which it leaves as it was */
+	/* What madvise() says of the range, which it leaves as it was */
 	madv_err = madvise(hole, 128 * KiB, MADV_POPULATE_WRITE) ? errno : 0;
 	EXPECT_EQ(0, present_pages(hole + 64 * KiB, 64 * KiB));
 	h.uffd = uffd_arm(p, len, 0);
@@ -930,9 +933,9 @@ static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
 		SKIP(return, "userfaultfd: %s", strerror(errno));
 	ASSERT_EQ(0, pthread_create(&ht, NULL, uffd_serve_all, &h));
 	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
-	r[0] = (struct memprepop_range){ .addr = (uintptr_t)hole,
-					 .len = 128 * KiB };
-	r[1] = (struct memprepop_range){ .addr = (uintptr_t)p, .len = len };
+	*rh = (struct memprepop_range){ .addr = (uintptr_t)hole,
+					.len = 128 * KiB };
+	*ru = (struct memprepop_range){ .addr = (uintptr_t)p, .len = len };
 	req.ranges = (uintptr_t)r;
 	req.nr_ranges = 2;
 	req.range_size = sizeof(r[0]);
@@ -946,11 +949,11 @@ static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
 	       (unsigned long long)r[0].populated, strerror(-r[1].error),
 	       (unsigned long long)r[1].populated);
 	EXPECT_EQ(ENOMEM, madv_err);
-	EXPECT_EQ(-madv_err, r[0].error);
-	EXPECT_EQ(0, r[0].populated);
-	EXPECT_EQ(-ECANCELED, r[1].error);
-	EXPECT_GT(len, r[1].populated);
-	EXPECT_EQ(-madv_err, ret);
+	EXPECT_EQ(-madv_err, rh->error);
+	EXPECT_EQ(0, rh->populated);
+	EXPECT_EQ(-ECANCELED, ru->error);
+	EXPECT_GT(len, ru->populated);
+	EXPECT_EQ(r[0].error, ret);
 	EXPECT_EQ(len < 8 * MiB, calls_alone() - alone0);
 	close(h.uffd);
 	munmap(hole + 64 * KiB, 64 * KiB);
@@ -960,12 +963,22 @@ static void cancel_keeps_a_failure(struct __test_metadata *_metadata,
 
 TEST_F_TIMEOUT(caller, cancel_keeps_a_failure, SLOW)
 {
-	cancel_keeps_a_failure(_metadata, 8 * MiB);
+	cancel_keeps_a_failure(_metadata, 8 * MiB, false);
 }
 
 TEST_F_TIMEOUT(caller, cancel_alone_keeps_a_failure, SLOW)
 {
-	cancel_keeps_a_failure(_metadata, 4 * MiB);
+	cancel_keeps_a_failure(_metadata, 4 * MiB, false);
+}
+
+TEST_F_TIMEOUT(caller, cancel_keeps_a_failure_not_reached, SLOW)
+{
+	cancel_keeps_a_failure(_metadata, 8 * MiB, true);
+}
+
+TEST_F_TIMEOUT(caller, cancel_alone_keeps_a_failure_not_reached, SLOW)
+{
+	cancel_keeps_a_failure(_metadata, 4 * MiB, true);
 }
 
 /*
