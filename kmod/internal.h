@@ -330,13 +330,15 @@ struct mpp_worker {
  * @sized: workers wanted in all: at most this many are found
  * @active: workers still running
  * @wq: the caller waits here for the workers and for handoffs
- * @lock: protects @poll_wq, and orders a kill before the workers' writes
- *	of @control (mpp_kill())
+ * @lock: protects @poll_wq and @caller_away, and orders a kill before the
+ *	workers' writes of @control (mpp_kill())
  * @poll_wq: in the background, the file's poll wait queue until the file
  *	reaps or gives up the request (mpp_notify_detach()), told when the
  *	request wants to be reaped
  * @eventfd: in the background, the eventfd told the same while @poll_wq
  *	is set, or NULL
+ * @caller_away: a synchronous call's thread left it for a signal: no
+ *	worker writes @control until it is back (mpp_crew_caller_away())
  */
 struct mpp_crew {
 	struct mpp_worker *workers;
@@ -347,9 +349,10 @@ struct mpp_crew {
 	unsigned int sized;
 	atomic_t active;
 	wait_queue_head_t wq;
-	spinlock_t lock;	/* @poll_wq; a kill against @control */
+	spinlock_t lock;	/* @poll_wq, @caller_away; a kill against @control */
 	struct wait_queue_head *poll_wq;
 	struct eventfd_ctx *eventfd;
+	bool caller_away;
 };
 
 /**
@@ -537,6 +540,7 @@ void mpp_kill(struct mpp_request *req);
 void mpp_abort(struct mpp_request *req, int err);
 void mpp_notify(struct mpp_request *req);
 void mpp_notify_detach(struct mpp_request *req);
+void mpp_crew_caller_away(struct mpp_request *req, bool away);
 bool mpp_crew_done(struct mpp_request *req);
 
 /**

@@ -123,7 +123,8 @@ void mpp_chunk_finish(struct mpp_request *req, struct mpp_chunk *chunk,
  * control the caller cannot write or read fails the call with EFAULT. A
  * worker, which is not killable, never faults @control in (it might be
  * userfaultfd-armed): when it is not present the caller, or the reaping
- * thread, does it. Nor does it once the request is killed.
+ * thread, does it. Nor does it once the request is killed, nor while a
+ * synchronous call's thread is away from it (mpp_crew_caller_away()).
  */
 void mpp_control_sync(struct mpp_request *req, bool caller)
 {
@@ -149,7 +150,7 @@ void mpp_control_sync(struct mpp_request *req, bool caller)
 		 */
 		spin_lock(&req->crew.lock);
 		ret = -ECANCELED;
-		if (!READ_ONCE(req->killed)) {
+		if (!READ_ONCE(req->killed) && !req->crew.caller_away) {
 			pagefault_disable();
 			ret = mpp_uapi_control_sync(req->call.control, done,
 						    &cancel);

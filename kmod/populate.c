@@ -307,9 +307,14 @@ bool mpp_populate_orphaned(struct mpp_request *req)
  */
 int mpp_populate_finish(struct mpp_request *req, bool nowait)
 {
+	bool sync = !(req->call.flags & MEMPREPOP_F_BACKGROUND);
 	int ret;
 
+	if (sync)
+		mpp_crew_caller_away(req, false);
 	ret = mpp_caller_work(req, nowait);
+	if (ret == -ERESTARTNOINTR && sync)
+		mpp_crew_caller_away(req, true);
 	if (ret == -EAGAIN || ret == -ERESTARTNOINTR)
 		return ret;
 	/* Killed: the workers stop on their own, not waited for */

@@ -139,6 +139,24 @@ void mpp_abort(struct mpp_request *req, int err)
 }
 
 /**
+ * mpp_crew_caller_away() - a synchronous call's thread leaves it, or is back
+ * @req: a synchronous request, in its calling thread
+ * @away: true when the thread leaves the call for a signal, false when it
+ *	is in the call again
+ *
+ * Under the crew's lock, which a worker holds to write @control: from the
+ * time the thread leaves until it is back, no worker touches @control,
+ * which the thread's stack or its life may have taken away meanwhile (a
+ * siglongjmp() out of its handler, an exit).
+ */
+void mpp_crew_caller_away(struct mpp_request *req, bool away)
+{
+	spin_lock(&req->crew.lock);
+	req->crew.caller_away = away;
+	spin_unlock(&req->crew.lock);
+}
+
+/**
  * mpp_crew_done() - are all the workers of @req done?
  * @req: the request
  *

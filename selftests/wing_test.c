@@ -2491,6 +2491,74 @@ TEST_F_TIMEOUT(wing, call_left_by_longjmp_stops_at_the_next_call, SLOW)
 }
 
 /*
+ * The @control of a call its thread left by siglongjmp() is not written any
+ * more: it was the caller's, on its stack in the common case, a frame gone
+ * with the jump. A child populates 1 GiB of 4K pages with @control in a
+ * page of its own; a one-shot timer 300 ms in jumps out of the call; the
+ * child zeroes @done, and 1 s later, while the left call's workers have
+ * gone on populating (the pages present grew), @done must still be zero.
+ * Then a call on the same file gives the left call up.
+ */
+static void left_control_child(int rep)
+{
+	struct sigaction sa = { .sa_handler = on_alarm_jump };
+	struct itimerval it = { { 0, 0 }, { 0, 300 * 1000 } };
+	struct memprepop_populate req;
+	size_t len = 1024 * MiB, small = 2 * MiB;
+	long res[4] = { -1, -1, -1, -1 };
+	char *p = map_anon(len), *q = map_anon(small);
+	struct memprepop_control *ctl = map_anon(page_size());
+	int fd = open_dev();
+
+	if (!p || !q || !ctl || fd < 0 || sigaction(SIGALRM, &sa, NULL))
+		_exit(2);
+	no_thp(p, len);
+	if (!sigsetjmp(left_env, 1)) {
+		if (setitimer(ITIMER_REAL, &it, NULL))
+			_exit(3);
+		memset(&req, 0, sizeof(req));
+		req.addr = (uintptr_t)p;
+		req.len = len;
+		req.control = (uintptr_t)ctl;
+		ioctl(fd, MEMPREPOP_IOC_POPULATE, &req);
+		/* Done before the timer: nothing was left */
+		res[0] = -2;
+	} else {
+		__atomic_store_n(&ctl->done, 0, __ATOMIC_RELAXED);
+		res[0] = present_pages(p, len);
+		usleep(1000 * 1000);
+		res[1] = present_pages(p, len);
+		res[2] = __atomic_load_n(&ctl->done, __ATOMIC_RELAXED);
+		res[3] = ioc_populate(fd, q, small, 0, &req);
+	}
+	close(fd);
+	_exit(write(rep, res, sizeof(res)) != sizeof(res));
+}
+
+TEST_F_TIMEOUT(wing, control_of_a_call_left_by_longjmp_is_not_written, SLOW)
+{
+	long res[4] = { -1, -1, -1, -1 };
+	int rd, status;
+	pid_t pid;
+
+	ASSERT_TRUE(workers_gone(30));
+	pid = fork_reporting(left_control_child, &rd);
+	ASSERT_LE(0, pid);
+	EXPECT_TRUE(read_within(rd, res, sizeof(res), 120));
+	close(rd);
+	ASSERT_LE(0, wait_pid(pid, 30, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	if (res[0] == -2)
+		SKIP(return, "the call was over before the timer");
+	TH_LOG("pages present at the jump %ld, 1 s later %ld; @done written meanwhile: %ld; the next call: %ld",
+	       res[0], res[1], res[2], res[3]);
+	EXPECT_LT(res[0], res[1]) TH_LOG("the left call did not go on");
+	EXPECT_EQ(0, res[2]);
+	EXPECT_EQ(0, res[3]);
+	EXPECT_TRUE(workers_gone(30));
+}
+
+/*
  * A call left for a signal is the file's until its thread resumes it: a
  * close by another thread meanwhile cancels it, and the resumed syscall
  * finds the descriptor gone (EBADF). A child's thread populates 1 GiB;

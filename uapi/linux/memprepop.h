@@ -211,7 +211,8 @@ struct memprepop_populate {
  *	inside madvise(), until the process is killed
  * @__reserved: in, zero
  *
- * The module writes @done until the call returns, or, in the background,
+ * The module writes @done until the call returns, and not while the
+ * calling thread is away from it taking a signal, or, in the background,
  * until the request is reaped or its file released: once close() of the
  * file's last descriptor has returned, or MEMPREPOP_IOC_WAIT has, the
  * structure may be freed (a MEMPREPOP_IOC_WAIT in progress at that close
