@@ -1284,9 +1284,6 @@ TEST_F_TIMEOUT(caller, cancel_alone_after_a_huge_page_fault_is_exact, SLOW)
 	cancel_after_a_huge_page_fault(_metadata, 4 * MiB);
 }
 
-#define HUGE_1G_FREE \
-	"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
-
 /*
  * A cancel read while a 1 GiB hugetlb page is faulted (seconds of zeroing
  * under TCG): the walk stops a batch into the page, which is all there,
@@ -1307,11 +1304,8 @@ TEST_F_TIMEOUT(caller, cancel_inside_a_1g_page_is_exact, SLOW)
 	ASSERT_LE(0, fd);
 	if (read_long(HUGE_1G_FREE) < 1)
 		SKIP(return, "no free 1 GiB hugetlb page");
-	mfd = memfd_create("mpp-1g", MFD_CLOEXEC | MFD_HUGETLB | (30 << 26));
-	ASSERT_LE(0, mfd);
-	ASSERT_EQ(0, ftruncate(mfd, len));
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	ASSERT_NE(MAP_FAILED, p);
+	p = map_hugetlb_1g(len, &mfd);
+	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, pthread_create(&ct, NULL, cancel_later, &c));
 	req.addr = (uintptr_t)p;
 	req.len = len;

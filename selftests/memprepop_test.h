@@ -497,6 +497,32 @@ static inline void *map_anon_both(size_t len)
 	return p;
 }
 
+#define HUGE_1G_FREE \
+	"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
+
+/*
+ * @len of a memfd of 1 GiB hugetlb pages, mapped shared; its descriptor
+ * in *@mfd. NULL on failure.
+ */
+static inline char *map_hugetlb_1g(size_t len, int *mfd)
+{
+	char *p;
+
+	*mfd = memfd_create("mpp-1g", MFD_CLOEXEC | MFD_HUGETLB | (30 << 26));
+	if (*mfd < 0)
+		return NULL;
+	if (ftruncate(*mfd, len))
+		p = MAP_FAILED;
+	else
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 *mfd, 0);
+	if (p == MAP_FAILED) {
+		close(*mfd);
+		return NULL;
+	}
+	return p;
+}
+
 /* Workers the module has started so far, from its sysfs counters */
 static inline long workers_started(void)
 {

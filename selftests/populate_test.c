@@ -516,9 +516,6 @@ TEST_F(dev, tmpfs_file_shared)
 	close(fd);
 }
 
-#define HUGE_1G_FREE \
-	"/sys/kernel/mm/hugepages/hugepages-1048576kB/free_hugepages"
-
 TEST_F(dev, hugetlb_memfd_1g)
 {
 	size_t len = 1024 * MiB;
@@ -529,11 +526,8 @@ TEST_F(dev, hugetlb_memfd_1g)
 
 	if (free0 < 1)
 		SKIP(return, "no free 1 GiB hugetlb page");
-	mfd = memfd_create("mpp-1g", MFD_CLOEXEC | MFD_HUGETLB | (30 << 26));
-	ASSERT_LE(0, mfd);
-	ASSERT_EQ(0, ftruncate(mfd, len));
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
-	ASSERT_NE(MAP_FAILED, p);
+	p = map_hugetlb_1g(len, &mfd);
+	ASSERT_NE(NULL, p);
 	EXPECT_EQ(0, ioc_populate(self->fd, p, len, 0, &req));
 	EXPECT_EQ(len, req.populated);
 	EXPECT_EQ(free0 - 1, read_long(HUGE_1G_FREE));

@@ -2466,20 +2466,34 @@ static void left_child(int rep)
 	_exit(write(rep, res, sizeof(res)) != sizeof(res));
 }
 
-TEST_F_TIMEOUT(wing, call_left_by_longjmp_stops_at_the_next_call, SLOW)
+/*
+ * Runs @child (left_child(), left_control_child()) in a process of its own
+ * and reads its four results into @res; @over when the call was over
+ * before the timer, nothing left
+ */
+static void run_left_child(struct __test_metadata *_metadata,
+			   void (*child)(int rep), long res[4], bool *over)
 {
-	long res[4] = { -1, -1, -1, -1 }, total = 1024 * MiB / page_size();
 	int rd, status;
 	pid_t pid;
 
 	ASSERT_TRUE(workers_gone(30));
-	pid = fork_reporting(left_child, &rd);
+	pid = fork_reporting(child, &rd);
 	ASSERT_LE(0, pid);
-	EXPECT_TRUE(read_within(rd, res, sizeof(res), 120));
+	EXPECT_TRUE(read_within(rd, res, 4 * sizeof(res[0]), 120));
 	close(rd);
 	ASSERT_LE(0, wait_pid(pid, 30, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	if (res[0] == -2)
+	*over = res[0] == -2;
+}
+
+TEST_F_TIMEOUT(wing, call_left_by_longjmp_stops_at_the_next_call, SLOW)
+{
+	long res[4] = { -1, -1, -1, -1 }, total = 1024 * MiB / page_size();
+	bool over = false;
+
+	run_left_child(_metadata, left_child, res, &over);
+	if (over)
 		SKIP(return, "the call was over before the timer");
 	TH_LOG("of %ld pages: %ld present at the jump, %ld after the next call, %ld 500 ms later; the next call: %ld",
 	       total, res[0], res[2], res[3], res[1]);
@@ -2538,17 +2552,10 @@ static void left_control_child(int rep)
 TEST_F_TIMEOUT(wing, control_of_a_call_left_by_longjmp_is_not_written, SLOW)
 {
 	long res[4] = { -1, -1, -1, -1 };
-	int rd, status;
-	pid_t pid;
+	bool over = false;
 
-	ASSERT_TRUE(workers_gone(30));
-	pid = fork_reporting(left_control_child, &rd);
-	ASSERT_LE(0, pid);
-	EXPECT_TRUE(read_within(rd, res, sizeof(res), 120));
-	close(rd);
-	ASSERT_LE(0, wait_pid(pid, 30, &status, 0));
-	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	if (res[0] == -2)
+	run_left_child(_metadata, left_control_child, res, &over);
+	if (over)
 		SKIP(return, "the call was over before the timer");
 	TH_LOG("pages present at the jump %ld, 1 s later %ld; @done written meanwhile: %ld; the next call: %ld",
 	       res[0], res[1], res[2], res[3]);
