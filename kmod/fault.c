@@ -150,6 +150,17 @@ static int mpp_walk_relock(struct mpp_walk *w)
 	return 0;
 }
 
+/* The mapping at @addr in *@vma: 0, or the errno madvise() gives for it */
+static int mpp_vma_at(const struct mpp_fault_ctx *ctx, unsigned long addr,
+		      struct vm_area_struct **vma)
+{
+	mmap_assert_locked(ctx->mm);
+	*vma = vma_lookup(ctx->mm, addr);
+	if (!*vma)
+		return -ENOMEM;
+	return mpp_check_vma(ctx->id, ctx->flags, *vma);
+}
+
 /*
  * Before a batch: what is mapped at @w->addr, and is the walk to stop?
  * Returns 0 with @w->vma the mapping there, or the errno the walk stops
@@ -162,10 +173,7 @@ static int mpp_walk_vma(struct mpp_walk *w)
 
 	mmap_assert_locked(w->ctx->mm);
 	if (!w->vma || w->addr >= w->vma->vm_end) {
-		w->vma = vma_lookup(w->ctx->mm, w->addr);
-		if (!w->vma)
-			return -ENOMEM;
-		err = mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma);
+		err = mpp_vma_at(w->ctx, w->addr, &w->vma);
 		if (err)
 			return err;
 	}
@@ -234,11 +242,9 @@ static bool mpp_walk_settle(struct mpp_walk *w)
 	if (w->unlocked)
 		return false;
 	mmap_assert_locked(w->ctx->mm);
-	if (!w->vma || from < w->vma->vm_start || from >= w->vma->vm_end) {
-		w->vma = vma_lookup(w->ctx->mm, from);
-		if (!w->vma || mpp_check_vma(w->ctx->id, w->ctx->flags, w->vma))
-			return false;
-	}
+	if ((!w->vma || from < w->vma->vm_start || from >= w->vma->vm_end) &&
+	    mpp_vma_at(w->ctx, from, &w->vma))
+		return false;
 	huge = max_t(unsigned long, PMD_SIZE, vma_kernel_pagesize(w->vma));
 	end = min3(ALIGN(from, huge), w->chunk->end, w->vma->vm_end);
 	if (end <= from)
@@ -272,8 +278,7 @@ int mpp_fault_check(const struct mpp_fault_ctx *ctx, unsigned long addr)
 
 	if (mmap_read_lock_killable(ctx->mm))
 		return -EINTR;
-	vma = vma_lookup(ctx->mm, addr);
-	ret = vma ? mpp_check_vma(ctx->id, ctx->flags, vma) : -ENOMEM;
+	ret = mpp_vma_at(ctx, addr, &vma);
 	mmap_read_unlock(ctx->mm);
 	return ret;
 }
