@@ -205,6 +205,8 @@ struct memprepop_populate {
  *	runs, whoever faults, and once when it returns
  * @cancel: in, set non-zero by another thread to cancel the call: it then
  *	stops within about 100 ms and fails with ECANCELED, populated exact.
+ *	Not read while the calling thread is away taking a signal: its
+ *	workers go on until it comes back, then the cancel is seen
  *	The call returns once no worker is inside one of its chunks: a worker
  *	in a wait of its own (a file system that does not answer) holds it
  *	as long as that wait lasts, as it would hold a thread of the caller
